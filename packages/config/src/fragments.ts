@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox'
+
+const port = (fallback: number, what: string) =>
+  Type.Integer({ minimum: 0, maximum: 65535, default: fallback, description: `a TCP port for ${what} (0 picks a free one)` })
+
+/** Keys every service reads to reach its database and data folder. */
+export const DbConfig = Type.Object({
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// URL' })),
+  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'an integer from 1 to 500' }),
+  DATA_DIR: Type.String({ minLength: 1, default: './.data', description: 'a folder path' })
+})
+
+export const HttpConfig = Type.Object({
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'an interface address' }),
+  PORT: port(3000, 'HTTP'),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+[^/\\s]$', description: 'an absolute http(s) URL without a trailing slash' })),
+  TRUST_PROXY: Type.Boolean({ default: false, description: 'true or false' }),
+  CORS_ORIGINS: Type.String({ pattern: '^(https?://[^\\s,/]+(,https?://[^\\s,/]+)*)?$', default: '', description: 'comma-separated origins such as https://app.example.org' }),
+  API_VENDOR: Type.String({ pattern: '^[a-z0-9.-]+$', default: 'smartcitizen', description: 'a lower-case vendor name' }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024, description: 'an integer of bytes, at least 1024' }),
+  VERSION_GIT: Type.Optional(Type.String({ description: 'a version string' }))
+})
+
+export const MqttConfig = Type.Object({
+  MQTT_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'an interface address' }),
+  MQTT_PORT: port(1883, 'MQTT')
+})
+
+export const LogConfig = Type.Object({
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info', description: 'one of fatal, error, warn, info, debug, trace, silent' }
+  )
+})

@@ -1,0 +1,5 @@
+export * from './users.js'
+export * from './catalogue.js'
+export * from './devices.js'
+export * from './experiments.js'
+export * from './readings.js'

@@ -1,0 +1,31 @@
+import { doublePrecision, integer, pgTable, primaryKey } from 'drizzle-orm/pg-core'
+import { tstz } from './columns.js'
+import { devices } from './devices.js'
+import { sensors } from './catalogue.js'
+
+/**
+ * Raw readings. The natural key makes ingest idempotent (first write wins). The time-series
+ * engines (db/timeseries) turn this table into a hypertable or a range-partitioned table and add
+ * the rollup tiers; no foreign keys here, because purging a device deletes its readings in bulk.
+ */
+export const readings = pgTable('readings', {
+  deviceId: integer().notNull(),
+  sensorId: integer().notNull(),
+  recordedAt: tstz().notNull(),
+  value: doublePrecision(),
+  rawValue: doublePrecision(),
+  addedAt: tstz().notNull().defaultNow()
+}, (t) => [primaryKey({ columns: [t.deviceId, t.sensorId, t.recordedAt] })])
+
+/** Latest and previous value per device and sensor: what `GET /devices/:id` shows, never a scan of readings. */
+export const latestReadings = pgTable('latest_readings', {
+  deviceId: integer().notNull().references(() => devices.id, { onDelete: 'cascade' }),
+  sensorId: integer().notNull().references(() => sensors.id, { onDelete: 'cascade' }),
+  recordedAt: tstz().notNull(),
+  value: doublePrecision(),
+  rawValue: doublePrecision(),
+  prevRecordedAt: tstz(),
+  prevValue: doublePrecision(),
+  prevRawValue: doublePrecision(),
+  addedAt: tstz().notNull().defaultNow()
+}, (t) => [primaryKey({ columns: [t.deviceId, t.sensorId] })])

@@ -1,0 +1,66 @@
+import { sql } from 'drizzle-orm'
+import { check, index, integer, pgTable, serial, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { publicUuid, timestamps, tstz } from './columns.js'
+
+export const userRoles = ['citizen', 'researcher', 'admin'] as const
+export type UserRole = (typeof userRoles)[number]
+
+export const users = pgTable('users', {
+  id: serial().primaryKey(),
+  uuid: publicUuid(),
+  username: text().notNull(),
+  email: text().notNull(),
+  passwordHash: text(),
+  role: text().$type<UserRole>().notNull().default('citizen'),
+  firstName: text(),
+  lastName: text(),
+  url: text(),
+  city: text(),
+  countryCode: text(),
+  /** storage key of the uploaded profile picture under $DATA_DIR/uploads */
+  profilePicture: text(),
+  /** researchers and admins only (contract: data forwarding) */
+  forwardingToken: text().unique(),
+  forwardingUsername: text().unique(),
+  legacyApiKey: text().unique(),
+  archivedAt: tstz(),
+  ...timestamps
+}, (t) => [
+  uniqueIndex('users_username_key').on(t.username),
+  uniqueIndex('users_email_lower_key').on(sql`lower(${t.email})`),
+  index('users_username_lower_idx').on(sql`lower(${t.username})`),
+  check('users_role_check', sql`${t.role} in ('citizen', 'researcher', 'admin')`)
+])
+
+/** Access tokens are stored hashed so that a leaked table grants nothing; revocation sets revoked_at. */
+export const accessTokens = pgTable('access_tokens', {
+  id: serial().primaryKey(),
+  userId: integer().notNull().references(() => users.id, { onDelete: 'cascade' }),
+  applicationId: integer().references(() => oauthApplications.id, { onDelete: 'cascade' }),
+  tokenHash: text().notNull().unique(),
+  expiresAt: tstz(),
+  revokedAt: tstz(),
+  lastUsedAt: tstz(),
+  createdAt: tstz().notNull().defaultNow()
+}, (t) => [index('access_tokens_user_idx').on(t.userId)])
+
+/** The older form's OAuth client applications (password grant). */
+export const oauthApplications = pgTable('oauth_applications', {
+  id: serial().primaryKey(),
+  ownerId: integer().notNull().references(() => users.id, { onDelete: 'cascade' }),
+  name: text().notNull(),
+  uid: text().notNull().unique(),
+  secretHash: text().notNull(),
+  redirectUri: text(),
+  scopes: text().notNull().default(''),
+  ...timestamps
+})
+
+export const passwordResets = pgTable('password_resets', {
+  id: serial().primaryKey(),
+  userId: integer().notNull().references(() => users.id, { onDelete: 'cascade' }),
+  tokenHash: text().notNull().unique(),
+  expiresAt: tstz().notNull(),
+  usedAt: tstz(),
+  createdAt: tstz().notNull().defaultNow()
+}, (t) => [index('password_resets_user_idx').on(t.userId)])

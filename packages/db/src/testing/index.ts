@@ -1,0 +1,1 @@
+export { createTestDatabase, databaseUrl, TEST_ENV } from './test-database.js'

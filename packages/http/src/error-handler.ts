@@ -1,0 +1,75 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { ApiError, errors, type FieldErrors, idForStatus } from '@esp/domain'
+import type { ErrorBodyType } from './error-body.js'
+
+interface ValidationIssue {
+  instancePath: string
+  keyword: string
+  message?: string
+  params: Record<string, unknown>
+}
+
+/** Turns Ajv issues into `{field: [messages]}` as clients read them (`errors.username[0]`). */
+export function fieldErrors (issues: ValidationIssue[]): FieldErrors {
+  const result: FieldErrors = {}
+  for (const issue of issues) {
+    let field = issue.instancePath.replace(/^\//, '').replace(/\//g, '.')
+    let message = issue.message ?? 'is invalid'
+    if (issue.keyword === 'required' && typeof issue.params.missingProperty === 'string') {
+      field = field === '' ? issue.params.missingProperty : `${field}.${issue.params.missingProperty}`
+      message = "can't be blank"
+    } else if (issue.keyword === 'additionalProperties' && typeof issue.params.additionalProperty === 'string') {
+      field = issue.params.additionalProperty
+      message = 'is not allowed'
+    }
+    const key = field === '' ? 'base' : field
+    const list = result[key] ?? []
+    if (!list.includes(message)) list.push(message)
+    result[key] = list
+  }
+  return result
+}
+
+function toApiError (error: FastifyError): ApiError {
+  if (error instanceof ApiError) return error
+  if (error.validation !== undefined) {
+    const fields = fieldErrors(error.validation as ValidationIssue[])
+    // A body that does not fit its schema is an entity the platform cannot process (422, as the
+    // established platform answers model validation); a bad query or path parameter is a bad request.
+    return error.validationContext === 'body' ? errors.unprocessable(fields) : errors.invalidParameters(fields)
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errors.malformedJson(error.message)
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.payloadTooLarge(Number((error as FastifyError & { limit?: number }).limit ?? 0))
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return errors.unsupportedMediaType(error.message.replace(/^Unsupported Media Type:?\s*/i, ''))
+    default:
+      break
+  }
+  const status = error.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    return new ApiError({ code: error.code ?? 'ESP_CLIENT_ERROR', id: idForStatus(status), statusCode: status, message: error.message })
+  }
+  return errors.internal()
+}
+
+export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
+  const body: ErrorBodyType = { id: error.id, message: error.message, errors: error.errors, url: error.url }
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value)
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(body)
+}
+
+/** One error shape for every route of every service, unknown routes included. */
+export const errorHandlerPlugin = fp(async (app: FastifyInstance) => {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(error)
+    if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+    else request.log.debug({ err: { code: apiError.code, message: apiError.message } }, 'request rejected')
+    return sendError(reply, apiError)
+  })
+  app.setNotFoundHandler((request, reply) => sendError(reply, errors.routeNotFound(request.method, request.originalUrl.split("?")[0]?.slice(0, 200) ?? "")))
+}, { name: 'esp-error-handler' })

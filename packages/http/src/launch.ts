@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify'
+import closeWithGrace from 'close-with-grace'
+import type { Static } from '@sinclair/typebox'
+import type { DbConfig, HttpConfig, LogConfig } from '@esp/config'
+import { migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@esp/db'
+import { listenWithFallback } from './listen.js'
+import { buildServer, DOCS_PATH } from './server.js'
+import { detectVersion } from './version.js'
+
+export type LaunchConfig = Static<typeof DbConfig> & Static<typeof HttpConfig> & Static<typeof LogConfig>
+
+export interface LaunchContext<C extends LaunchConfig> {
+  config: C
+  /** keys the environment set explicitly */
+  explicit: ReadonlySet<string>
+}
+
+export interface LaunchOptions<C extends LaunchConfig> extends LaunchContext<C> {
+  title: string
+  applicationName: string
+  register: (app: FastifyInstance, database: PlatformDatabase, context: LaunchContext<C>) => Promise<void>
+  /** lines printed after the HTTP address, e.g. the MQTT address */
+  describe?: (app: FastifyInstance, context: LaunchContext<C>) => string[]
+}
+
+export interface Launched {
+  app: FastifyInstance
+  database: PlatformDatabase
+  url: string
+}
+
+/**
+ * Runs a service (or all of them): database (embedded when DATABASE_URL is unset), server,
+ * listen with the port rules of DESIGN.md, and a graceful close on SIGTERM/SIGINT.
+ */
+export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>): Promise<Launched> {
+  const { config } = options
+  const database = await openPlatformDatabase({
+    url: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    poolMax: config.DATABASE_POOL_MAX,
+    applicationName: options.applicationName,
+    log: (message) => { if (config.LOG_LEVEL !== 'silent') console.log(message) }
+  })
+  let app: FastifyInstance | undefined
+  try {
+    app = await buildServer({
+      title: options.title,
+      logLevel: config.LOG_LEVEL,
+      bodyLimit: config.BODY_LIMIT_BYTES,
+      trustProxy: config.TRUST_PROXY,
+      publicUrl: config.PUBLIC_URL,
+      vendor: config.API_VENDOR,
+      versionGit: detectVersion(config.VERSION_GIT),
+      credentialedOrigins: config.CORS_ORIGINS === '' ? [] : config.CORS_ORIGINS.split(','),
+      ready: async () => {
+        const status = await migrationStatus(database.sql)
+        return status.applied >= status.expected ? null : `database not migrated: ${status.applied} of ${status.expected} migrations applied`
+      }
+    })
+    await options.register(app, database, options)
+    const server = app
+    const { port, fellBack } = await listenWithFallback(async (p) => {
+      await server.listen({ port: p, host: config.HOST })
+      const address = server.server.address()
+      return typeof address === 'object' && address !== null ? address.port : p
+    }, { port: config.PORT, explicit: options.explicit.has('PORT'), name: 'HTTP', key: 'PORT' })
+    const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+    const lines = [
+      `${options.title} is up`,
+      `  HTTP      ${url}/v0/${fellBack ? `   (port ${config.PORT} was busy)` : ''}`,
+      ...(options.describe?.(server, options) ?? []),
+      `  API docs  ${url}${DOCS_PATH}`,
+      `  database  ${database.embedded ? `embedded PostgreSQL under ${config.DATA_DIR}` : 'DATABASE_URL'}`
+    ]
+    console.log(lines.join('\n'))
+    closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
+      if (err !== undefined) server.log.error({ err }, 'closing after an error')
+      else server.log.info({ signal }, 'closing')
+      await server.close()
+      await database.close()
+    })
+    return { app: server, database, url }
+  } catch (err) {
+    await app?.close()
+    await database.close()
+    throw err
+  }
+}

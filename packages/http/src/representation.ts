@@ -1,0 +1,69 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { errors } from '@esp/domain'
+import { sendError } from './error-handler.js'
+
+/** Rack::JSONP's rule: a dotted JavaScript identifier path, nothing else (behaviour.md §0). */
+const CALLBACK = /^[a-zA-Z_$](?:\.?[\w$])*$/
+const CALLBACK_MAX = 128
+
+interface Envelope { pretty: boolean, callback: string | undefined }
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    envelope: Envelope | null
+  }
+}
+
+/** Read from the raw query: route schemas strip keys they do not declare from request.query. */
+function readEnvelope (request: FastifyRequest): Envelope {
+  const at = request.url.indexOf('?')
+  if (at === -1) return { pretty: false, callback: undefined }
+  const params = new URLSearchParams(request.url.slice(at + 1))
+  const callback = request.method === 'GET' ? params.get('callback') ?? undefined : undefined
+  return { pretty: params.get('pretty') === 'true', callback: callback === '' ? undefined : callback }
+}
+
+function isJson (reply: FastifyReply): boolean {
+  const type = reply.getHeader('content-type')
+  return typeof type === 'string' && type.includes('application/json')
+}
+
+/**
+ * Envelope rules for every route: `pretty=true` indents; the older form's `callback` wraps GET
+ * responses in JSON-P. The callback is checked before the handler runs, the body is prefixed with
+ * a comment (defeats content-sniffing attacks such as Rosetta Flash) and U+2028/9 are escaped.
+ */
+export const representationPlugin = fp(async (app: FastifyInstance) => {
+  app.decorateRequest('envelope', null)
+  app.addHook('onRequest', async (request, reply) => {
+    const envelope = readEnvelope(request)
+    request.envelope = envelope
+    const callback = envelope.callback
+    if (callback === undefined) return
+    if (callback.length > CALLBACK_MAX || !CALLBACK.test(callback)) {
+      envelope.callback = undefined
+      return sendError(reply, errors.badRequest('The callback parameter must be a JavaScript identifier path', { callback: ['is invalid'] }))
+    }
+  })
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (typeof payload !== 'string' || !isJson(reply)) return payload
+    let body = payload
+    const envelope = request.envelope ?? readEnvelope(request)
+    if (envelope.pretty) {
+      try {
+        body = JSON.stringify(JSON.parse(body), null, 2)
+      } catch {
+        // not JSON after all: leave it as it is
+      }
+    }
+    const callback = envelope.callback
+    if (callback !== undefined && reply.statusCode !== 204 && reply.statusCode !== 304) {
+      reply.type('application/javascript; charset=utf-8')
+      reply.header('x-content-type-options', 'nosniff')
+      body = `/**/${callback}(${body.replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029')})`
+    }
+    return body
+  })
+}, { name: 'esp-representation' })

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto'
+import formbody from '@fastify/formbody'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import { ErrorBody } from './error-body.js'
+import { errorHandlerPlugin } from './error-handler.js'
+import { corsPlugin } from './cors.js'
+import { healthRoutes, type ReadinessCheck } from './health.js'
+import { loggerOptions } from './logger.js'
+import { representationPlugin } from './representation.js'
+import { createUrlRewriter } from './versioning.js'
+
+export interface HttpSettings {
+  /** absolute base URL for links; derived from the request when unset */
+  publicUrl: string | undefined
+  vendor: string
+  versionGit: string
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    httpSettings: HttpSettings
+  }
+}
+
+export interface ServerOptions extends HttpSettings {
+  logLevel: string
+  bodyLimit: number
+  trustProxy: boolean
+  credentialedOrigins?: string[]
+  ready: ReadinessCheck
+  title: string
+}
+
+export const DOCS_PATH = '/docs'
+
+/**
+ * A Fastify instance with everything the services share: one error shape, versioning, pretty and
+ * JSON-P, CORS, form bodies, OpenAPI with its page at /docs, and health routes. Services register
+ * their route plugins on it; it is not listening yet.
+ */
+export async function buildServer (options: ServerOptions): Promise<FastifyInstance> {
+  const rewrite = createUrlRewriter(options.vendor)
+  const app = Fastify({
+    logger: loggerOptions(options.logLevel),
+    bodyLimit: options.bodyLimit,
+    trustProxy: options.trustProxy,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id']
+      return typeof given === 'string' && /^[\w-]{1,64}$/.test(given) ? given : randomUUID()
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    rewriteUrl: (request) => rewrite(request.url ?? '/', request.headers.accept),
+    ajv: {
+      customOptions: { removeAdditional: 'all', coerceTypes: 'array', useDefaults: true, allErrors: true }
+    }
+  })
+  app.decorate('httpSettings', {
+    publicUrl: options.publicUrl,
+    vendor: options.vendor,
+    versionGit: options.versionGit
+  })
+  app.addSchema(ErrorBody)
+  await app.register(errorHandlerPlugin)
+  await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
+  await app.register(formbody, { bodyLimit: options.bodyLimit })
+  await app.register(representationPlugin)
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: options.title,
+        version: '0',
+        description: 'Environmental sensing network, REST API v0. Paths work with or without the /v0 prefix.'
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer' },
+          basic: { type: 'http', scheme: 'basic' },
+          accessToken: { type: 'apiKey', in: 'query', name: 'access_token' }
+        }
+      }
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
+  })
+  await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
+  await app.register(healthRoutes, { ready: options.ready })
+  return app
+}
+
+/** The absolute base URL for links in responses (root links, Link headers, uploads). */
+export function baseUrl (request: FastifyRequest): string {
+  return request.server.httpSettings.publicUrl ?? `${request.protocol}://${request.host}`
+}

@@ -1,0 +1,1 @@
+export { createBoss, type BossOptions, type PgBoss } from './boss.js'

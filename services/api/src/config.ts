@@ -1,0 +1,4 @@
+import { Type } from '@sinclair/typebox'
+import { DbConfig, HttpConfig, LogConfig } from '@esp/config'
+
+export const ApiConfig = Type.Composite([DbConfig, HttpConfig, LogConfig])

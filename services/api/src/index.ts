@@ -1,0 +1,2 @@
+export { apiService, type ApiDeps } from './app.js'
+export { ApiConfig } from './config.js'

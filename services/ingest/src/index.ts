@@ -1,0 +1,3 @@
+export { ingestService, type IngestDeps } from './app.js'
+export { IngestConfig } from './config.js'
+export { mqttAddressLine, type MqttListenOptions } from './broker/broker-plugin.js'

@@ -1,0 +1,72 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+
+export const repoRoot = path.resolve(import.meta.dirname, '..', '..')
+
+interface Tap { teardown: (fn: () => unknown) => void }
+
+export interface Started {
+  child: ChildProcess
+  output: () => string
+  /** resolves with the first match of the pattern in the output */
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpExecArray>
+  exited: Promise<number | null>
+}
+
+/** Runs a TypeScript entry point of the repository as a real process, as `pnpm start` does. */
+export function startProcess (t: Tap, entry: string, env: Record<string, string | undefined>): Started {
+  const child = spawn(process.execPath, ['--conditions=@esp/source', '--import', 'tsx', entry], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let text = ''
+  const listeners = new Set<() => void>()
+  const onData = (chunk: Buffer): void => {
+    text += chunk.toString('utf8')
+    for (const listener of listeners) listener()
+  }
+  child.stdout?.on('data', onData)
+  child.stderr?.on('data', onData)
+  const exited = new Promise<number | null>((resolve) => { child.on('exit', (code) => { resolve(code) }) })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      await exited
+      clearTimeout(timer)
+    }
+  })
+  return {
+    child,
+    output: () => text,
+    exited,
+    waitFor: async (pattern, timeoutMs = 60_000) => await new Promise((resolve, reject) => {
+      const check = (): void => {
+        const match = pattern.exec(text)
+        if (match !== null) {
+          listeners.delete(check)
+          clearTimeout(timer)
+          resolve(match)
+        }
+      }
+      const timer = setTimeout(() => {
+        listeners.delete(check)
+        reject(new Error(`timed out waiting for ${String(pattern)}; output so far:\n${text}`))
+      }, timeoutMs)
+      listeners.add(check)
+      void exited.then(() => { setTimeout(() => { if (listeners.has(check)) { listeners.delete(check); clearTimeout(timer); reject(new Error(`process exited before ${String(pattern)}:\n${text}`)) } }, 50) })
+      check()
+    })
+  }
+}
+
+/** A data folder the embedded PostgreSQL (running as the postgres user) can enter. */
+export function tempDataDir (t: Tap): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'esp-e2e-'))
+  chmodSync(dir, 0o755)
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  return dir
+}
