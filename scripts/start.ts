@@ -4,24 +4,24 @@
  * (services/<name>/src/main.ts); this is the same code, packaged as one.
  */
 import { Type } from '@sinclair/typebox'
-import { DbConfig, HttpConfig, LogConfig, MqttConfig } from '@esp/config'
+import { AuthConfig, DbConfig, HttpConfig, LogConfig, MailConfig, MqttConfig, RateLimitConfig, UploadConfig } from '@esp/config'
 import { main } from '@esp/http'
-import { apiService } from '@esp/api'
-import { exporterService } from '@esp/exporter'
+import { apiDeps, apiService } from '@esp/api'
+import { exporterDeps, exporterService } from '@esp/exporter'
 import { ingestService, mqttAddressLine } from '@esp/ingest'
 
-const PlatformConfig = Type.Composite([DbConfig, HttpConfig, MqttConfig, LogConfig])
+const PlatformConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, MailConfig, MqttConfig, LogConfig])
 
 await main(PlatformConfig, {
   title: 'sensor platform (api + ingest + exporter)',
   applicationName: 'esp-all',
-  register: async (app, database, { config, explicit }) => {
-    await app.register(apiService, { database })
+  register: async (app, database, { config, explicit, secret }) => {
+    await app.register(apiService, apiDeps(config, database, secret))
     await app.register(ingestService, {
       database,
       mqtt: { host: config.MQTT_HOST, port: config.MQTT_PORT, explicit: explicit.has('MQTT_PORT') }
     })
-    await app.register(exporterService, { database })
+    await app.register(exporterService, exporterDeps(config, database))
   },
   describe: (app, { config }) => [mqttAddressLine(app, config.MQTT_PORT)]
 })

@@ -283,9 +283,8 @@ ALTER TABLE "latest_readings" ADD CONSTRAINT "latest_readings_device_id_devices_
 ALTER TABLE "latest_readings" ADD CONSTRAINT "latest_readings_sensor_id_sensors_id_fk" FOREIGN KEY ("sensor_id") REFERENCES "public"."sensors"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "access_tokens_user_idx" ON "access_tokens" USING btree ("user_id");--> statement-breakpoint
 CREATE INDEX "password_resets_user_idx" ON "password_resets" USING btree ("user_id");--> statement-breakpoint
-CREATE UNIQUE INDEX "users_username_key" ON "users" USING btree ("username");--> statement-breakpoint
+CREATE UNIQUE INDEX "users_username_lower_key" ON "users" USING btree (lower("username"));--> statement-breakpoint
 CREATE UNIQUE INDEX "users_email_lower_key" ON "users" USING btree (lower("email"));--> statement-breakpoint
-CREATE INDEX "users_username_lower_idx" ON "users" USING btree (lower("username"));--> statement-breakpoint
 CREATE UNIQUE INDEX "kit_sensors_key_key" ON "kit_sensors" USING btree ("kit_id","key");--> statement-breakpoint
 CREATE INDEX "kits_slug_idx" ON "kits" USING btree ("slug");--> statement-breakpoint
 CREATE INDEX "sensors_parent_idx" ON "sensors" USING btree ("parent_id");--> statement-breakpoint

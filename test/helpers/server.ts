@@ -20,10 +20,10 @@ export const testHttpOptions: ServerOptions = {
 export async function buildTestServer (
   t: Tap,
   register: (app: FastifyInstance, database: Database) => Promise<void>,
-  overrides: Partial<ServerOptions> = {}
+  overrides: Partial<ServerOptions> | ((database: Database) => Partial<ServerOptions>) = {}
 ): Promise<{ app: FastifyInstance, database: Database }> {
   const database = await createTestDatabase(t)
-  const app = await buildServer({ ...testHttpOptions, ...overrides })
+  const app = await buildServer({ ...testHttpOptions, ...(typeof overrides === 'function' ? overrides(database) : overrides) })
   await register(app, database)
   await app.ready()
   t.teardown(async () => { await app.close() })

@@ -32,3 +32,26 @@ export const LogConfig = Type.Object({
     { default: 'info', description: 'one of fatal, error, warn, info, debug, trace, silent' }
   )
 })
+
+export const AuthConfig = Type.Object({
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'a secret of at least 32 characters' })),
+  ACCESS_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 60, default: 30 * 24 * 3600, description: 'an integer of seconds, at least 60' }),
+  PASSWORD_RESET_TTL_SECONDS: Type.Integer({ minimum: 60, default: 24 * 3600, description: 'an integer of seconds, at least 60' }),
+  ADMIN_USERNAME: Type.Optional(Type.String({ minLength: 3, maxLength: 30, description: 'a username of 3 to 30 characters' })),
+  ADMIN_EMAIL: Type.Optional(Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', description: 'an e-mail address' })),
+  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8, description: 'a password of at least 8 characters' }))
+})
+
+export const RateLimitConfig = Type.Object({
+  RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 90, description: 'a positive integer' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'a redis:// URL' }))
+})
+
+export const MailConfig = Type.Object({
+  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://', description: 'an smtp:// or smtps:// URL' })),
+  MAIL_FROM: Type.String({ minLength: 3, default: 'Sensor Platform <notifications@localhost>', description: 'a sender address' })
+})
+
+export const UploadConfig = Type.Object({
+  UPLOAD_MAX_BYTES: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024, description: 'an integer of bytes, at least 1024' })
+})

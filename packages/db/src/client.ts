@@ -32,3 +32,23 @@ export function createDatabase (url: string, options: DatabaseOptions = {}): Dat
   const db = drizzle(sql, { schema, casing: 'snake_case' })
   return { db, sql, url, close: async () => { await sql.end({ timeout: 5 }) } }
 }
+
+export interface Transaction {
+  db: Db
+  /** the same transaction for raw SQL and for pg-boss (`sendJob`) */
+  sql: postgres.TransactionSql
+}
+
+/**
+ * Runs `work` in one transaction, exposed both to Drizzle and as raw postgres.js, so that a job can
+ * be enqueued in the same transaction as the change that causes it (STYLE.md §3.8).
+ */
+export async function inTransaction<T> (database: Pick<Database, 'sql'>, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  const parent = database.sql
+  return await parent.begin(async (sql) => {
+    // drizzle reads the client's type parsers from `options`, which a postgres.js transaction
+    // lacks; it shares the pool's, where the database's own drizzle instance already set them.
+    const client = Object.assign(sql, { options: parent.options }) as unknown as Sql
+    return await work({ sql, db: drizzle(client, { schema, casing: 'snake_case' }) })
+  }) as T
+}

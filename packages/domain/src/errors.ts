@@ -50,6 +50,12 @@ export const errors = {
     new ApiError({ code: 'ESP_INVALID_PARAMETERS', id: 'bad_request', statusCode: 400, message: 'Invalid parameters', errors: fields }),
   unauthorized: (message = 'Authorization required') =>
     new ApiError({ code: 'ESP_UNAUTHORIZED', id: 'unauthorized', statusCode: 401, message, url: null }),
+  invalidCredentials: () =>
+    new ApiError({ code: 'ESP_INVALID_CREDENTIALS', id: 'unprocessable_entity', statusCode: 422, message: 'Invalid username or password', errors: { password: ['is incorrect'] } }),
+  badCredentials: () =>
+    new ApiError({ code: 'ESP_BAD_BASIC_CREDENTIALS', id: 'unauthorized', statusCode: 401, message: 'Invalid Username/Password Combination', headers: { 'www-authenticate': 'Basic realm="Application", Bearer realm="Application"' } }),
+  invalidToken: (viaParam: boolean) =>
+    new ApiError({ code: 'ESP_INVALID_TOKEN', id: 'unauthorized', statusCode: 401, message: viaParam ? 'Invalid OAuth2 Params' : 'Invalid or revoked access token', headers: { 'www-authenticate': 'Bearer realm="Application", error="invalid_token"' } }),
   forbidden: () =>
     new ApiError({ code: 'ESP_FORBIDDEN', id: 'forbidden', statusCode: 403, message: 'You do not have the access permissions to do this' }),
   notFound: (what: string, key: string | number) =>

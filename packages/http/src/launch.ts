@@ -1,13 +1,16 @@
 import type { FastifyInstance } from 'fastify'
 import closeWithGrace from 'close-with-grace'
 import type { Static } from '@sinclair/typebox'
-import type { DbConfig, HttpConfig, LogConfig } from '@esp/config'
+import type { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, UploadConfig } from '@esp/config'
 import { migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@esp/db'
 import { listenWithFallback } from './listen.js'
 import { buildServer, DOCS_PATH } from './server.js'
 import { detectVersion } from './version.js'
+import { jwtSecret } from './secrets.js'
+import { systemClock } from '@esp/domain'
 
-export type LaunchConfig = Static<typeof DbConfig> & Static<typeof HttpConfig> & Static<typeof LogConfig>
+export type LaunchConfig = Static<typeof DbConfig> & Static<typeof HttpConfig> & Static<typeof LogConfig> &
+  Static<typeof AuthConfig> & Static<typeof RateLimitConfig> & Partial<Static<typeof UploadConfig>>
 
 export interface LaunchContext<C extends LaunchConfig> {
   config: C
@@ -15,10 +18,15 @@ export interface LaunchContext<C extends LaunchConfig> {
   explicit: ReadonlySet<string>
 }
 
+export interface RegisterContext<C extends LaunchConfig> extends LaunchContext<C> {
+  /** the signing secret (JWT_SECRET or the one kept in DATA_DIR) */
+  secret: string
+}
+
 export interface LaunchOptions<C extends LaunchConfig> extends LaunchContext<C> {
   title: string
   applicationName: string
-  register: (app: FastifyInstance, database: PlatformDatabase, context: LaunchContext<C>) => Promise<void>
+  register: (app: FastifyInstance, database: PlatformDatabase, context: RegisterContext<C>) => Promise<void>
   /** lines printed after the HTTP address, e.g. the MQTT address */
   describe?: (app: FastifyInstance, context: LaunchContext<C>) => string[]
 }
@@ -44,6 +52,7 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
   })
   let app: FastifyInstance | undefined
   try {
+    const secret = await jwtSecret(config)
     app = await buildServer({
       title: options.title,
       logLevel: config.LOG_LEVEL,
@@ -52,13 +61,16 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       publicUrl: config.PUBLIC_URL,
       vendor: config.API_VENDOR,
       versionGit: detectVersion(config.VERSION_GIT),
+      auth: { db: database.db, jwtSecret: secret, clock: systemClock },
+      rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL },
+      uploadMaxBytes: config.UPLOAD_MAX_BYTES ?? 5 * 1024 * 1024,
       credentialedOrigins: config.CORS_ORIGINS === '' ? [] : config.CORS_ORIGINS.split(','),
       ready: async () => {
         const status = await migrationStatus(database.sql)
         return status.applied >= status.expected ? null : `database not migrated: ${status.applied} of ${status.expected} migrations applied`
       }
     })
-    await options.register(app, database, options)
+    await options.register(app, database, { ...options, secret })
     const server = app
     const { port, fellBack } = await listenWithFallback(async (p) => {
       await server.listen({ port: p, host: config.HOST })

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import formbody from '@fastify/formbody'
+import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { ErrorBody } from './error-body.js'
 import { errorHandlerPlugin } from './error-handler.js'
+import { authPlugin, type AuthOptions } from './auth-plugin.js'
+import { rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
 import { corsPlugin } from './cors.js'
 import { healthRoutes, type ReadinessCheck } from './health.js'
 import { loggerOptions } from './logger.js'
@@ -31,6 +34,11 @@ export interface ServerOptions extends HttpSettings {
   credentialedOrigins?: string[]
   ready: ReadinessCheck
   title: string
+  /** without it every caller is anonymous (tests of the shared behaviour) */
+  auth?: AuthOptions
+  rateLimit?: RateLimitOptions
+  /** largest file in a multipart body */
+  uploadMaxBytes?: number
 }
 
 export const DOCS_PATH = '/docs'
@@ -65,7 +73,16 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(errorHandlerPlugin)
   await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
   await app.register(formbody, { bodyLimit: options.bodyLimit })
+  await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })
   await app.register(representationPlugin)
+  // A POST without a body (parameters in the query, or multipart read by the handler) is an empty
+  // object to the body schema, not a type error.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.routeOptions.schema?.body !== undefined) request.body = {}
+  })
+  if (options.auth !== undefined) await app.register(authPlugin, options.auth)
+  else app.decorateRequest('viewer', null)
+  if (options.rateLimit !== undefined) await app.register(rateLimitPlugin, options.rateLimit)
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -1,13 +1,63 @@
+import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import type { Database } from '@esp/db'
+import { type Clock, DeviceSummary, ensureAdmin, systemClock, UploadStore, User } from '@esp/domain'
+import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
+import type { ApiContext } from './context.js'
+import { applicationRoutes } from './routes/v0/applications.js'
+import { meRoutes } from './routes/v0/me.js'
+import { passwordResetRoutes } from './routes/v0/password-resets.js'
 import { rootRoutes } from './routes/v0/root.js'
+import { sessionRoutes } from './routes/v0/sessions.js'
+import { uploadRoutes } from './routes/v0/uploads.js'
+import { userRoutes } from './routes/v0/users.js'
 
 export interface ApiDeps {
   database: Database
+  dataDir: string
+  accessTokenTtlSeconds: number
+  passwordResetTtlSeconds: number
+  uploadMaxBytes: number
+  uploadSecret: string
+  admin?: { username: string, email: string, password: string } | undefined
+  clock?: Clock
 }
 
-/** Everything people and apps call, except posting readings (DESIGN.md). Routes live under /v0. */
-export async function apiService (app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  void deps
-  await app.register(rootRoutes, { prefix: '/v0' })
-}
+/**
+ * Everything people and apps call, except posting readings (DESIGN.md). Routes live under /v0;
+ * shared schemas are added at the top so the OpenAPI document resolves them.
+ */
+export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
+  // The api only produces jobs: no maintenance loops here; the exporter runs those.
+  const boss = createBoss({ url: deps.database.url, producerOnly: true, max: 2, onError: (err) => { app.log.error({ err, component: 'jobs' }, 'job queue error') } })
+  await boss.start()
+  await ensureQueues(boss)
+  app.addHook('onClose', async () => { await boss.stop({ graceful: false, wait: true }) })
+
+  if (deps.admin !== undefined) await ensureAdmin(deps.database.db, deps.admin)
+
+  const ctx: ApiContext = {
+    database: deps.database,
+    send: async (tx, key, payload) => { await sendJob(boss, tx, key, payload) },
+    clock: deps.clock ?? systemClock,
+    uploads: new UploadStore(path.join(path.resolve(deps.dataDir), 'uploads')),
+    settings: {
+      accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
+      passwordResetTtlSeconds: deps.passwordResetTtlSeconds,
+      uploadMaxBytes: deps.uploadMaxBytes,
+      uploadSecret: deps.uploadSecret
+    }
+  }
+  app.addSchema(DeviceSummary)
+  app.addSchema(User)
+  await app.register(async (v0) => {
+    await v0.register(rootRoutes)
+    await v0.register(sessionRoutes, ctx)
+    await v0.register(userRoutes, ctx)
+    await v0.register(meRoutes, ctx)
+    await v0.register(passwordResetRoutes, ctx)
+    await v0.register(applicationRoutes, ctx)
+    await v0.register(uploadRoutes, ctx)
+  }, { prefix: '/v0' })
+}, { name: 'esp-api' })

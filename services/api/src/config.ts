@@ -1,4 +1,26 @@
-import { Type } from '@sinclair/typebox'
-import { DbConfig, HttpConfig, LogConfig } from '@esp/config'
+import { createHash } from 'node:crypto'
+import { type Static, Type } from '@sinclair/typebox'
+import { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, UploadConfig } from '@esp/config'
+import type { Database } from '@esp/db'
+import type { ApiDeps } from './app.js'
 
-export const ApiConfig = Type.Composite([DbConfig, HttpConfig, LogConfig])
+export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, LogConfig])
+export type ApiConfigType = Static<typeof ApiConfig>
+
+type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD'>
+
+/** The api's dependencies from validated configuration; the upload key is derived, never reused as is. */
+export function apiDeps (config: ApiSettings, database: Database, secret: string): ApiDeps {
+  const admin = config.ADMIN_USERNAME !== undefined && config.ADMIN_EMAIL !== undefined && config.ADMIN_PASSWORD !== undefined
+    ? { username: config.ADMIN_USERNAME, email: config.ADMIN_EMAIL, password: config.ADMIN_PASSWORD }
+    : undefined
+  return {
+    database,
+    dataDir: config.DATA_DIR,
+    accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
+    passwordResetTtlSeconds: config.PASSWORD_RESET_TTL_SECONDS,
+    uploadMaxBytes: config.UPLOAD_MAX_BYTES,
+    uploadSecret: createHash('sha256').update(`upload-policy:${secret}`).digest('base64url'),
+    admin
+  }
+}

@@ -1,2 +1,2 @@
 export { apiService, type ApiDeps } from './app.js'
-export { ApiConfig } from './config.js'
+export { ApiConfig, apiDeps } from './config.js'

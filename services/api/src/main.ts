@@ -1,9 +1,9 @@
 import { main } from '@esp/http'
 import { apiService } from './app.js'
-import { ApiConfig } from './config.js'
+import { ApiConfig, apiDeps } from './config.js'
 
 await main(ApiConfig, {
   title: 'api service',
   applicationName: 'esp-api',
-  register: async (app, database) => { await app.register(apiService, { database }) }
+  register: async (app, database, { config, secret }) => { await app.register(apiService, apiDeps(config, database, secret)) }
 })

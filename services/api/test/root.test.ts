@@ -1,12 +1,11 @@
 import t from 'tap'
-import { apiService } from '@esp/api'
-import { buildTestServer } from '../../../test/helpers/server.js'
+import { buildApi } from '../../../test/helpers/api.js'
 
 const links = ['api_documentation_url', 'current_user_url', 'components_url', 'devices_url', 'kits_url', 'measurements_url',
   'sensors_url', 'users_url', 'tags_url', 'tags_sensors_url', 'experiments_url', 'search_url']
 
 t.test('GET /v0/ lists every link of the newer and older forms', async (t) => {
-  const { app } = await buildTestServer(t, async (app, database) => { await app.register(apiService, { database }) })
+  const { app } = await buildApi(t)
   const res = await app.inject({ url: '/v0/', headers: { host: 'api.example.org' } })
   t.equal(res.statusCode, 200)
   t.equal(res.headers['cache-control'], 'max-age=300, public')
@@ -20,7 +19,7 @@ t.test('GET /v0/ lists every link of the newer and older forms', async (t) => {
 })
 
 t.test('the root answers without a version and with the Accept header', async (t) => {
-  const { app } = await buildTestServer(t, async (app, database) => { await app.register(apiService, { database }) })
+  const { app } = await buildApi(t)
   const plain = await app.inject({ url: '/' })
   const byHeader = await app.inject({ url: '/', headers: { accept: 'application/vnd.smartcitizen; version=0,application/json' } })
   t.equal(plain.statusCode, 200)
@@ -28,7 +27,15 @@ t.test('the root answers without a version and with the Accept header', async (t
 })
 
 t.test('PUBLIC_URL replaces the request host in links', async (t) => {
-  const { app } = await buildTestServer(t, async (app, database) => { await app.register(apiService, { database }) }, { publicUrl: 'https://sensors.example.net' })
+  const { app } = await buildApi(t, { server: { publicUrl: 'https://sensors.example.net' } })
   const body = (await app.inject({ url: '/v0/' })).json()
   t.equal(body.devices_url, 'https://sensors.example.net/v0/devices')
+})
+
+t.test('the OpenAPI document covers the api routes', async (t) => {
+  const { app } = await buildApi(t)
+  const doc = await app.inject({ url: '/docs/json' })
+  t.equal(doc.statusCode, 200)
+  const paths = Object.keys(doc.json().paths)
+  for (const path of ['/v0', '/v0/users', '/v0/me', '/v0/sessions', '/v0/password_resets', '/v0/oauth/token']) t.ok(paths.includes(path), path)
 })

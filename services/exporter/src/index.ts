@@ -1,2 +1,2 @@
 export { exporterService, type ExporterDeps } from './app.js'
-export { ExporterConfig } from './config.js'
+export { ExporterConfig, exporterDeps } from './config.js'

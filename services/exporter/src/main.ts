@@ -1,9 +1,9 @@
 import { main } from '@esp/http'
 import { exporterService } from './app.js'
-import { ExporterConfig } from './config.js'
+import { ExporterConfig, exporterDeps } from './config.js'
 
 await main(ExporterConfig, {
   title: 'exporter service',
   applicationName: 'esp-exporter',
-  register: async (app, database) => { await app.register(exporterService, { database }) }
+  register: async (app, database, { config }) => { await app.register(exporterService, exporterDeps(config, database)) }
 })

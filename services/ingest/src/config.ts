@@ -1,4 +1,4 @@
 import { Type } from '@sinclair/typebox'
-import { DbConfig, HttpConfig, LogConfig, MqttConfig } from '@esp/config'
+import { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, MqttConfig } from '@esp/config'
 
-export const IngestConfig = Type.Composite([DbConfig, HttpConfig, MqttConfig, LogConfig])
+export const IngestConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, MqttConfig, LogConfig])

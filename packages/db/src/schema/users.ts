@@ -26,9 +26,10 @@ export const users = pgTable('users', {
   archivedAt: tstz(),
   ...timestamps
 }, (t) => [
-  uniqueIndex('users_username_key').on(t.username),
+  // Case-insensitive uniqueness: logins match lower(username) or lower(email), so two accounts
+  // differing only in case would make a login ambiguous.
+  uniqueIndex('users_username_lower_key').on(sql`lower(${t.username})`),
   uniqueIndex('users_email_lower_key').on(sql`lower(${t.email})`),
-  index('users_username_lower_idx').on(sql`lower(${t.username})`),
   check('users_role_check', sql`${t.role} in ('citizen', 'researcher', 'admin')`)
 ])
 

@@ -1,0 +1,107 @@
+import { and, asc, eq } from 'drizzle-orm'
+import { type Executor, oauthApplications } from '@esp/db'
+import { ApiError, errors } from '../errors.js'
+import { formatTimestamp } from '../time.js'
+import { randomSecret, safeEqual, sha256 } from './secrets.js'
+import { issueAccessToken, checkCredentials, type IssuedToken, type TokenSigner } from './tokens.js'
+import type { Viewer } from './viewer.js'
+
+type ApplicationRow = typeof oauthApplications.$inferSelect
+
+export interface ApplicationInput { name?: string | undefined, redirect_uri?: string | null | undefined, scopes?: string | undefined }
+
+/** The secret is shown once, at creation; afterwards only its hash exists. */
+export function presentApplication (row: ApplicationRow, secret: string | null) {
+  return {
+    id: row.id,
+    name: row.name,
+    uid: row.uid,
+    secret,
+    redirect_uri: row.redirectUri,
+    scopes: row.scopes,
+    created_at: formatTimestamp(row.createdAt),
+    updated_at: formatTimestamp(row.updatedAt)
+  }
+}
+
+function validate (input: ApplicationInput, creating: boolean): void {
+  const problems: Record<string, string[]> = {}
+  if (creating || input.name !== undefined) {
+    if (input.name === undefined || input.name.trim() === '') problems.name = ["can't be blank"]
+    else if (input.name.length > 255) problems.name = ['is too long (maximum is 255 characters)']
+  }
+  const uri = input.redirect_uri
+  if (uri !== undefined && uri !== null && uri !== '') {
+    try {
+      const parsed = new URL(uri)
+      if (parsed.protocol === 'javascript:' || parsed.protocol === 'data:') problems.redirect_uri = ['is invalid']
+    } catch { problems.redirect_uri = ['is invalid'] }
+  }
+  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
+}
+
+export async function createApplication (db: Executor, viewer: Viewer, input: ApplicationInput, now: Date) {
+  validate(input, true)
+  const secret = randomSecret(32)
+  const [row] = await db.insert(oauthApplications).values({
+    ownerId: viewer.id,
+    name: (input.name ?? '').trim(),
+    uid: randomSecret(24),
+    secretHash: sha256(secret),
+    redirectUri: input.redirect_uri === '' ? null : input.redirect_uri ?? null,
+    scopes: input.scopes ?? '',
+    createdAt: now,
+    updatedAt: now
+  }).returning()
+  if (row === undefined) throw new Error('insert returned no row')
+  return presentApplication(row, secret)
+}
+
+/** Applications are private to their owner: another user's id is simply not found. */
+export async function ownApplication (db: Executor, viewer: Viewer, id: number): Promise<ApplicationRow> {
+  const [row] = await db.select().from(oauthApplications).where(and(eq(oauthApplications.id, id), eq(oauthApplications.ownerId, viewer.id))).limit(1)
+  if (row === undefined) throw errors.notFound('Application', id)
+  return row
+}
+
+export async function listApplications (db: Executor, viewer: Viewer) {
+  const rows = await db.select().from(oauthApplications).where(eq(oauthApplications.ownerId, viewer.id)).orderBy(asc(oauthApplications.id))
+  return rows.map((row) => presentApplication(row, null))
+}
+
+export async function updateApplication (db: Executor, viewer: Viewer, id: number, input: ApplicationInput, now: Date) {
+  validate(input, false)
+  await ownApplication(db, viewer, id)
+  const [row] = await db.update(oauthApplications).set({
+    ...(input.name !== undefined ? { name: input.name.trim() } : {}),
+    ...(input.redirect_uri !== undefined ? { redirectUri: input.redirect_uri === '' ? null : input.redirect_uri } : {}),
+    ...(input.scopes !== undefined ? { scopes: input.scopes } : {}),
+    updatedAt: now
+  }).where(eq(oauthApplications.id, id)).returning()
+  if (row === undefined) throw errors.notFound('Application', id)
+  return presentApplication(row, null)
+}
+
+export async function deleteApplication (db: Executor, viewer: Viewer, id: number): Promise<void> {
+  await ownApplication(db, viewer, id)
+  await db.delete(oauthApplications).where(eq(oauthApplications.id, id))
+}
+
+/** RFC 6749 error, carried in the one error body (`id` is the OAuth error code). */
+const oauthError = (status: number, code: string, message: string): ApiError =>
+  new ApiError({ code: `ESP_OAUTH_${code.toUpperCase()}`, id: code, statusCode: status, message })
+
+/** The token endpoint's password grant: client credentials, then the user's (RFC 6749 §4.3). */
+export async function passwordGrant (db: Executor, signer: TokenSigner, input: {
+  grantType: string | undefined, clientId: string | undefined, clientSecret: string | undefined,
+  username: string | undefined, password: string | undefined, ttlSeconds: number, now: Date
+}): Promise<IssuedToken> {
+  if (input.grantType !== 'password') throw oauthError(400, 'unsupported_grant_type', 'Only grant_type=password is supported')
+  if (input.clientId === undefined || input.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'Client authentication failed')
+  const [app] = await db.select().from(oauthApplications).where(eq(oauthApplications.uid, input.clientId)).limit(1)
+  if (app === undefined || !safeEqual(app.secretHash, sha256(input.clientSecret))) throw oauthError(401, 'invalid_client', 'Client authentication failed')
+  if (input.username === undefined || input.password === undefined) throw oauthError(400, 'invalid_request', 'username and password are required')
+  const viewer = await checkCredentials(db, input.username, input.password)
+  if (viewer === null) throw oauthError(400, 'invalid_grant', 'The resource owner credentials are invalid')
+  return await issueAccessToken(db, signer, { userId: viewer.id, applicationId: app.id, ttlSeconds: input.ttlSeconds, now: input.now })
+}

@@ -1,0 +1,151 @@
+import { and, asc, desc, eq, gt, gte, ilike, inArray, isNotNull, isNull, lt, lte, ne, notInArray, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { errors } from '../errors.js'
+
+export type FieldType = 'integer' | 'text' | 'timestamp' | 'uuid' | 'boolean'
+
+export interface FilterField {
+  column: SQLWrapper
+  type: FieldType
+  /** only admins may filter or sort by it (e.g. device tokens) */
+  adminOnly?: boolean
+}
+
+export type FilterSpec = Record<string, FilterField>
+
+/** Longer suffixes first, so `owner_id_not_null` is `owner_id` + `not_null`, not `owner_id_not` + `null`. */
+export const matchers = ['not_null', 'not_eq', 'not_in', 'null', 'eq', 'cont', 'start', 'end', 'in', 'lteq', 'lt', 'gteq', 'gt'] as const
+export type Matcher = (typeof matchers)[number]
+
+export interface ListQuery {
+  where: SQL | undefined
+  orderBy: SQL[]
+  page: number
+  perPage: number
+}
+
+export const DEFAULT_PER_PAGE = 25
+export const MAX_PER_PAGE = 1000
+
+const SORT_KEYS = new Set(['sort', 's', 'sorts'])
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function bad (key: string, message: string): never {
+  throw errors.badRequest(`Invalid search term ${key}: ${message}`, { [key]: [message] })
+}
+
+function allowedKeys (spec: FilterSpec, admin: boolean): string[] {
+  return Object.entries(spec).filter(([, f]) => admin || f.adminOnly !== true).map(([k]) => k).sort()
+}
+
+function convert (param: string, field: FilterField, raw: string): string | number | Date | boolean {
+  switch (field.type) {
+    case 'integer': {
+      if (!/^-?\d{1,15}$/.test(raw)) bad(param, `${JSON.stringify(raw)} is not an integer`)
+      return Number(raw)
+    }
+    case 'timestamp': {
+      const at = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) ? new Date(raw.length === 10 ? `${raw}T00:00:00Z` : raw) : new Date(NaN)
+      if (Number.isNaN(at.getTime())) bad(param, `${JSON.stringify(raw)} is not a date or time`)
+      return at
+    }
+    case 'uuid':
+      if (!UUID.test(raw)) bad(param, `${JSON.stringify(raw)} is not a uuid`)
+      return raw.toLowerCase()
+    case 'boolean':
+      if (!/^(true|false|1|0)$/.test(raw)) bad(param, `${JSON.stringify(raw)} is not true or false`)
+      return raw === 'true' || raw === '1'
+    case 'text':
+      return raw
+  }
+}
+
+const likeEscape = (value: string): string => value.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+function condition (param: string, field: FilterField, matcher: Matcher, values: string[]): SQL | undefined {
+  const column = sql`${field.column}`
+  const one = (): string | number | Date | boolean => convert(param, field, values[0] ?? '')
+  const text = (): string => {
+    if (field.type !== 'text') bad(param, `${matcher} works on text only`)
+    return likeEscape(values[0] ?? '')
+  }
+  switch (matcher) {
+    case 'eq': return eq(column, one())
+    case 'not_eq': return ne(column, one())
+    case 'lt': return lt(column, one())
+    case 'lteq': return lte(column, one())
+    case 'gt': return gt(column, one())
+    case 'gteq': return gte(column, one())
+    case 'cont': return ilike(column, `%${text()}%`)
+    case 'start': return ilike(column, `${text()}%`)
+    case 'end': return ilike(column, `%${text()}`)
+    case 'in': return inArray(column, values.map((v) => convert(param, field, v)))
+    case 'not_in': return notInArray(column, values.map((v) => convert(param, field, v)))
+    case 'null':
+    case 'not_null': {
+      const flag = values[0] ?? '1'
+      if (!/^(true|false|1|0)$/.test(flag)) bad(param, 'takes 1, 0, true or false')
+      const wantNull = (matcher === 'null') === (flag === '1' || flag === 'true')
+      return wantNull ? isNull(column) : isNotNull(column)
+    }
+  }
+}
+
+function parsePositive (name: string, raw: string | null, fallback: number, max: number): number {
+  if (raw === null || raw === '') return fallback
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw errors.badRequest(`${name} must be a positive integer`, { [name]: ['must be a positive integer'] })
+  const value = Number(raw)
+  if (value > max) throw errors.badRequest(`${name} must be at most ${max}`, { [name]: [`must be at most ${max}`] })
+  return value
+}
+
+/**
+ * The one compiler for list queries: `q[<key>_<matcher>]` filters from a per-resource allow-list,
+ * `q[sort]`/`q[s]` = `<key> asc|desc`, `page`, `per_page`. Values become bound parameters, never
+ * SQL text; an unknown key, matcher or value is a 400 that names what is allowed.
+ */
+export function compileListQuery (params: URLSearchParams, spec: FilterSpec, options: { admin: boolean, defaultOrder: SQL[] }): ListQuery {
+  const conditions: SQL[] = []
+  let orderBy: SQL[] | undefined
+  const allowed = allowedKeys(spec, options.admin)
+  const grouped = new Map<string, string[]>()
+  for (const [rawKey, rawValue] of params) {
+    const match = /^q\[([^\]]+)\](\[\])?$/.exec(rawKey)
+    if (match === null) continue
+    const inner = match[1] ?? ''
+    const value = rawValue.trim()
+    const list = grouped.get(inner) ?? []
+    if (match[2] !== undefined || inner.endsWith('_in')) list.push(...value.split(',').map((v) => v.trim()).filter((v) => v !== ''))
+    else list.push(value)
+    grouped.set(inner, list)
+  }
+  for (const [inner, values] of grouped) {
+    const param = `q[${inner}]`
+    if (SORT_KEYS.has(inner)) {
+      orderBy = (values.join(',').split(',').map((s) => s.trim()).filter((s) => s !== '')).map((clause) => {
+        const [key = '', direction = 'asc', ...rest] = clause.split(/\s+/)
+        const field = allowed.includes(key) ? spec[key] : undefined
+        if (field === undefined || rest.length > 0 || !/^(asc|desc)$/i.test(direction)) {
+          bad(param, `sort takes "<key> asc" or "<key> desc" with a key of: ${allowed.join(', ')}`)
+        }
+        return direction.toLowerCase() === 'desc' ? desc(sql`${field.column}`) : asc(sql`${field.column}`)
+      })
+      continue
+    }
+    // Blank values are ignored, as the established platform does (behaviour.md §8).
+    if (values.length === 0 || values.every((v) => v === '')) continue
+    const matcher = matchers.find((m) => inner.endsWith(`_${m}`) && spec[inner.slice(0, -m.length - 1)] !== undefined)
+    const key = matcher === undefined ? undefined : inner.slice(0, -matcher.length - 1)
+    const field = key === undefined ? undefined : spec[key]
+    if (matcher === undefined || key === undefined || field === undefined || !allowed.includes(key)) {
+      bad(param, `allowed keys are ${allowed.join(', ')}; matchers are ${matchers.join(', ')}`)
+    }
+    const compiled = condition(param, field, matcher, values)
+    if (compiled !== undefined) conditions.push(compiled)
+  }
+  return {
+    where: conditions.length === 0 ? undefined : and(...conditions),
+    orderBy: orderBy ?? options.defaultOrder,
+    page: parsePositive('page', params.get('page'), 1, 1_000_000),
+    perPage: parsePositive('per_page', params.get('per_page'), DEFAULT_PER_PAGE, MAX_PER_PAGE)
+  }
+}

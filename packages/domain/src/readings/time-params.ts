@@ -1,0 +1,97 @@
+import { ApiError } from '../errors.js'
+
+/**
+ * Time values that arrive from clients: the `from`/`to` query parameters of the readings history
+ * (behaviour.md §7, clients.md §4.4) and `recorded_at` of posted readings (clients.md §4.20).
+ */
+
+interface DateTimeSyntax {
+  /** `2015-07-28` alone, meaning midnight UTC */
+  dateOnly: boolean
+  /** `10:30` without seconds */
+  optionalSeconds: boolean
+  /** `+02:00` whose `+` a query string decoded to a space (pandas timestamps are sent unencoded) */
+  spaceForPlus: boolean
+}
+
+const QUERY_SYNTAX: DateTimeSyntax = { dateOnly: true, optionalSeconds: true, spaceForPlus: true }
+const RECORDED_AT_SYNTAX: DateTimeSyntax = { dateOnly: false, optionalSeconds: false, spaceForPlus: false }
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([-+ ])(\d{2})(?::?(\d{2}))?)?$/
+const EPOCH_SECONDS = /^\d{1,11}$/
+
+const MIN_QUERY_MS = Date.UTC(1970, 0, 1)
+const MAX_QUERY_MS = Date.UTC(2201, 0, 1) - 1
+
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+function daysInMonth (year: number, month: number): number {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
+  return month === 2 && leap ? 29 : MONTH_DAYS[month - 1] ?? 0
+}
+
+function int (text: string | undefined): number {
+  return text === undefined ? 0 : Number(text)
+}
+
+/** The instant in epoch ms, or null when the text is not a real date and time in `syntax`. */
+function parseDateTime (text: string, syntax: DateTimeSyntax): number | null {
+  const dateOnly = syntax.dateOnly ? DATE.exec(text) : null
+  const match = dateOnly ?? DATE_TIME.exec(text)
+  if (match === null) return null
+  const [, y, mo, d, h, mi, s, fraction, zulu, sign, oh, om] = match
+  if (match !== dateOnly && s === undefined && !syntax.optionalSeconds) return null
+  if (sign === ' ' && !syntax.spaceForPlus) return null
+  const year = int(y)
+  const month = int(mo)
+  const day = int(d)
+  const hour = int(h)
+  const minute = int(mi)
+  const second = int(s)
+  const offsetHours = int(oh)
+  const offsetMinutes = int(om)
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return null
+  // Dates carry milliseconds only: further digits are truncated, never rounded into the next second.
+  const millis = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'))
+  const date = new Date(0)
+  // setUTCFullYear, unlike Date.UTC, does not map the years 0-99 to 1900-1999.
+  date.setUTCFullYear(year, month - 1, day)
+  date.setUTCHours(hour, minute, second, millis)
+  const offsetMs = zulu !== undefined || sign === undefined ? 0 : (offsetHours * 60 + offsetMinutes) * 60_000
+  return date.getTime() - (sign === '-' ? -offsetMs : offsetMs)
+}
+
+function badTimeParameter (name: 'from' | 'to'): ApiError {
+  return new ApiError({
+    code: 'ESP_BAD_TIME_PARAMETER',
+    id: 'bad_request',
+    statusCode: 400,
+    message: `The ${name} parameter must be an ISO8601 format date or datetime or an integer number of seconds since the start of the UNIX epoch.`,
+    errors: { [name]: ['is not a valid time'] }
+  })
+}
+
+/**
+ * `from` or `to` of the readings history. Zone-less values are UTC. The instant must fall in the
+ * years 1970-2200 (UTC); the reference server answered 500 for epoch seconds, this one accepts them.
+ */
+export function parseTimeParam (name: 'from' | 'to', value: string | undefined): Date | undefined {
+  const text = value?.trim() ?? ''
+  if (text === '') return undefined
+  const ms = EPOCH_SECONDS.test(text) ? Number(text) * 1000 : parseDateTime(text, QUERY_SYNTAX)
+  if (ms === null || ms < MIN_QUERY_MS || ms > MAX_QUERY_MS) throw badTimeParameter(name)
+  return new Date(ms)
+}
+
+/**
+ * `recorded_at` of a posted reading: a date and a time to the second, optionally with a fraction
+ * and a zone (UTC when absent). Null for anything else; the caller decides how to report it. No
+ * range is imposed here: old backlogs are routine and the future bound belongs to the storer.
+ */
+export function parseRecordedAt (value: unknown): Date | null {
+  if (typeof value !== 'string') return null
+  const ms = parseDateTime(value.trim(), RECORDED_AT_SYNTAX)
+  return ms === null ? null : new Date(ms)
+}

@@ -1,0 +1,62 @@
+import { type Static, Type, type TSchema } from '@sinclair/typebox'
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const Location = Type.Object({ city: Nullable(Type.String()), country: Nullable(Type.String()), country_code: Nullable(Type.String()) })
+
+export const DeviceSummary = Type.Object({
+  id: Type.Integer(),
+  uuid: Type.String(),
+  mac_address: Nullable(Type.String()),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  latitude: Nullable(Type.Number()),
+  longitude: Nullable(Type.Number()),
+  kit_id: Nullable(Type.Integer()),
+  state: Type.String(),
+  system_tags: Type.Array(Type.String()),
+  last_reading_at: Nullable(Type.String()),
+  added_at: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String()
+}, { $id: 'DeviceSummary' })
+
+/** Contract: User (full representation). Every key is always present. */
+export const User = Type.Object({
+  id: Type.Integer(),
+  uuid: Nullable(Type.String({ format: 'uuid' })),
+  role: Type.String(),
+  username: Type.String(),
+  first_name: Nullable(Type.String()),
+  last_name: Nullable(Type.String()),
+  profile_picture: Type.String({ description: 'link to the uploaded picture, "" when none' }),
+  avatar: Nullable(Type.String()),
+  url: Nullable(Type.String()),
+  location: Location,
+  joined_at: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  email: Type.String({ description: '[FILTERED] unless the caller is the user or an admin' }),
+  legacy_api_key: Nullable(Type.String()),
+  forwarding_token: Nullable(Type.String({ description: '[FILTERED] unless the caller is the user' })),
+  forwarding_username: Nullable(Type.String()),
+  devices: Type.Array(Type.Ref('DeviceSummary'))
+}, { $id: 'User' })
+
+export type DeviceSummaryView = Static<typeof DeviceSummary>
+export type UserView = Omit<Static<typeof User>, 'devices'> & { devices: DeviceSummaryView[] }
+
+/** Fields a client may write; everything else in a body is dropped (behaviour.md §0). */
+export const UserBody = Type.Object({
+  email: Type.Optional(Type.String()),
+  username: Type.Optional(Type.String()),
+  password: Type.Optional(Type.String()),
+  city: Type.Optional(Nullable(Type.String())),
+  country_code: Type.Optional(Nullable(Type.String())),
+  url: Type.Optional(Nullable(Type.String())),
+  first_name: Type.Optional(Nullable(Type.String())),
+  last_name: Type.Optional(Nullable(Type.String())),
+  role: Type.Optional(Type.String({ description: 'admins only' }))
+})
+
+export const OkMessage = Type.Object({ message: Type.String() })

@@ -1,0 +1,17 @@
+import type { Database } from '@esp/db'
+import type { Clock, JobSender, UploadStore } from '@esp/domain'
+
+/** What every api route plugin gets: no globals, so tests build it with their own database and clock. */
+export interface ApiContext {
+  database: Database
+  send: JobSender
+  clock: Clock
+  uploads: UploadStore
+  settings: {
+    accessTokenTtlSeconds: number
+    passwordResetTtlSeconds: number
+    uploadMaxBytes: number
+    /** signs the older form's avatar upload policies */
+    uploadSecret: string
+  }
+}

@@ -1,0 +1,110 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { detectImageType, errors, OkMessage, signUploadPolicy, UserBody, userService } from '@esp/domain'
+import { baseUrl, errorResponses, requireViewer } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+import { renderUser } from './user-view.js'
+
+interface ProfileUpdate { fields: Record<string, string>, picture: Buffer | undefined }
+
+/** A multipart profile update: text fields plus an optional `profile_picture` file, read whole first. */
+async function readMultipart (request: FastifyRequest): Promise<ProfileUpdate> {
+  const fields: Record<string, string> = {}
+  let picture: Buffer | undefined
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      // toBuffer() enforces the size limit (413); other files are drained and ignored.
+      const bytes = await part.toBuffer()
+      if (part.fieldname === 'profile_picture') picture = bytes
+    } else if (typeof part.value === 'string') {
+      fields[part.fieldname] = part.value
+    }
+  }
+  return { fields, picture }
+}
+
+const USER_FIELDS = ['email', 'username', 'password', 'city', 'country_code', 'url', 'first_name', 'last_name'] as const
+
+/** Contract: `GET|PATCH|PUT|DELETE /me` and the older form's `PATCH /me/avatar`. */
+export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['users']
+
+  app.get('/me', {
+    schema: { tags, summary: 'The current user, with their devices', operationId: 'getMe', response: { 200: Type.Ref('User'), ...errorResponses(401, 429) } }
+  }, async (request) => {
+    const viewer = requireViewer(request)
+    return await renderUser(ctx, request, await userService.findUser(ctx.database.db, viewer.id))
+  })
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/me',
+      schema: {
+        tags,
+        summary: 'Update the current user; multipart with a `profile_picture` image changes the picture',
+        operationId: method === 'PATCH' ? 'updateMe' : 'replaceMe',
+        consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+        body: Type.Optional(UserBody),
+        response: { 200: Type.Ref('User'), ...errorResponses(400, 401, 413, 422, 429) }
+      },
+      handler: async (request) => {
+        const viewer = requireViewer(request)
+        let input: Record<string, string | null | undefined> = {}
+        let picture: Buffer | undefined
+        if (request.isMultipart()) {
+          const update = await readMultipart(request)
+          picture = update.picture
+          for (const key of USER_FIELDS) if (update.fields[key] !== undefined) input[key] = update.fields[key]
+        } else {
+          input = (request.body ?? {}) as Record<string, string | null | undefined>
+        }
+        // Check the picture before anything is written, so a bad file changes nothing.
+        if (picture !== undefined && detectImageType(picture) === null) {
+          throw errors.unprocessable({ profile_picture: ['must be a PNG, JPEG, GIF or WebP image'] })
+        }
+        const target = await userService.findUser(ctx.database.db, viewer.id)
+        let row = await userService.updateUser(ctx.database.db, target, input as never, viewer, ctx.clock)
+        if (picture !== undefined) {
+          const key = await ctx.uploads.saveImage(picture)
+          row = await userService.setProfilePicture(ctx.database.db, viewer.id, key, ctx.clock())
+        }
+        return await renderUser(ctx, request, row)
+      }
+    })
+  }
+
+  app.delete('/me', {
+    schema: { tags, summary: 'Delete (archive) the current user and their devices', operationId: 'deleteMe', response: { 200: OkMessage, ...errorResponses(401, 429) } }
+  }, async (request) => {
+    const viewer = requireViewer(request)
+    const target = await userService.findUser(ctx.database.db, viewer.id)
+    await userService.archiveUser(ctx.database.db, target, viewer, ctx.clock)
+    return { message: 'OK' }
+  })
+
+  const AvatarPolicy = Type.Object({ key: Type.String(), policy: Type.String(), signature: Type.String(), upload_url: Type.String(), acl: Type.String(), success_action_status: Type.String() })
+  for (const method of ['PATCH', 'POST'] as const) {
+    app.route({
+      method,
+      url: '/me/avatar',
+      schema: {
+        tags,
+        summary: 'Older form: a signed policy to upload an avatar to upload_url (multipart: file, key, policy, signature, acl, success_action_status)',
+        operationId: method === 'PATCH' ? 'avatarPolicy' : 'avatarPolicyPost',
+        body: Type.Optional(Type.Object({ filename: Type.Optional(Type.String({ maxLength: 255 })) })),
+        response: { 200: AvatarPolicy, ...errorResponses(401, 422, 429) }
+      },
+      handler: async (request) => {
+        const viewer = requireViewer(request)
+        const filename = request.body?.filename ?? 'avatar'
+        const extension = /\.(png|jpe?g|gif|webp)$/i.exec(filename)?.[1]?.toLowerCase().replace('jpg', 'jpeg') ?? 'png'
+        const key = `avatars/${crypto.randomUUID()}.${extension}`
+        const expiresAt = new Date(ctx.clock().getTime() + 3600 * 1000).toISOString()
+        const signed = signUploadPolicy(ctx.settings.uploadSecret, { userId: viewer.id, key, expiresAt, maxBytes: ctx.settings.uploadMaxBytes })
+        return { key, ...signed, upload_url: `${baseUrl(request)}/v0/uploads`, acl: 'public-read', success_action_status: '200' }
+      }
+    })
+  }
+}

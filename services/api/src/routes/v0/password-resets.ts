@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { completePasswordReset, errors, OkMessage, presentUser, requestPasswordReset, RESET_MESSAGE, userForResetToken } from '@esp/domain'
+import { baseUrl, errorResponses } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+import { mergedParams } from './params.js'
+
+const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) })
+
+/** Contract: password reset in four steps (and GET for step 2, as real clients use it). */
+export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['users']
+
+  app.post('/password_resets', {
+    schema: {
+      tags,
+      summary: 'Step 1: e-mail a single-use reset code (email_or_username, email or username; body or query). The answer is the same whether or not the account exists',
+      operationId: 'requestPasswordReset',
+      body: Type.Optional(Type.Object({ email_or_username: Type.Optional(Type.String()), email: Type.Optional(Type.String()), username: Type.Optional(Type.String()) })),
+      response: { 200: OkMessage, ...errorResponses(400, 429) }
+    }
+  }, async (request) => {
+    const params = mergedParams(request)
+    const identifier = params.email ?? params.username ?? params.email_or_username
+    if (identifier === undefined || identifier.trim() === '') throw errors.parameterMissing(['email_or_username'])
+    await requestPasswordReset(ctx.database, ctx.send, { identifier, baseUrl: baseUrl(request), ttlSeconds: ctx.settings.passwordResetTtlSeconds, now: ctx.clock() })
+    return { message: RESET_MESSAGE }
+  })
+
+  for (const method of ['GET', 'POST'] as const) {
+    app.route({
+      method,
+      url: '/password_resets/:token',
+      schema: { tags, summary: 'Steps 2 and 3: the user a valid reset code belongs to', operationId: method === 'GET' ? 'getPasswordReset' : 'showPasswordReset', params: Token, response: { 200: Type.Ref('User'), ...errorResponses(404, 429) } },
+      handler: async (request) => {
+        const user = await userForResetToken(ctx.database.db, request.params.token, ctx.clock())
+        return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
+      }
+    })
+  }
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/password_resets/:token',
+      schema: {
+        tags,
+        summary: 'Step 4: set the new password (field or query `password`); the code is used up and every access token revoked',
+        operationId: method === 'PATCH' ? 'completePasswordReset' : 'completePasswordResetPut',
+        params: Token,
+        body: Type.Optional(Type.Object({ password: Type.Optional(Type.String()) })),
+        response: { 200: Type.Ref('User'), ...errorResponses(400, 404, 422, 429) }
+      },
+      handler: async (request) => {
+        const user = await completePasswordReset(ctx.database, request.params.token, mergedParams(request).password, ctx.clock())
+        return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
+      }
+    })
+  }
+}
