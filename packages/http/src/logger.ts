@@ -24,7 +24,7 @@ export function maskUrl (url: string): string {
   return url.replace(SECRET_QUERY, '$1[REDACTED]')
 }
 
-export function loggerOptions (level: string): NonNullable<FastifyServerOptions['logger']> {
+export function loggerOptions (level: string): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
   return {
     level,
     redact: { paths: redactPaths, censor: '[REDACTED]' },

@@ -37,6 +37,8 @@ export interface ServerOptions extends HttpSettings {
   /** without it every caller is anonymous (tests of the shared behaviour) */
   auth?: AuthOptions
   rateLimit?: RateLimitOptions
+  /** where log lines go (tests read them); stdout by default */
+  logStream?: { write: (line: string) => void }
   /** largest file in a multipart body */
   uploadMaxBytes?: number
 }
@@ -51,7 +53,7 @@ export const DOCS_PATH = '/docs'
 export async function buildServer (options: ServerOptions): Promise<FastifyInstance> {
   const rewrite = createUrlRewriter(options.vendor)
   const app = Fastify({
-    logger: loggerOptions(options.logLevel),
+    logger: { ...loggerOptions(options.logLevel), ...(options.logStream !== undefined ? { stream: options.logStream } : {}) },
     bodyLimit: options.bodyLimit,
     trustProxy: options.trustProxy,
     genReqId: (request) => {

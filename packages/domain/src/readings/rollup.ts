@@ -33,7 +33,7 @@ const EPOCH_ORIGIN = '1970-01-01T00:00:00.000Z'
 const WEEK_ORIGIN = '1970-01-05T00:00:00.000Z'
 const WEEK_ORIGIN_MS = 4 * DAY_MS
 
-// `ms` must come before `m` so that `100ms` is not read as minutes followed by garbage.
+// Case matters: M is months and m minutes, as in KairosDB's units.
 const ROLLUP_PATTERN = /^(\d{1,9})(ms|y|M|w|d|h|m|s)$/
 
 /*
@@ -130,7 +130,8 @@ export function countBuckets (from: Date, to: Date, rollup: Rollup): number {
 /** Every bucket start whose bucket intersects [from, to], ascending; null when over `limit`. */
 export function bucketStartsBetween (from: Date, to: Date, rollup: Rollup, limit: number): Date[] | null {
   const count = countBuckets(from, to, rollup)
-  if (count > limit) return null
+  // Written so that a NaN limit refuses instead of allowing everything.
+  if (!(count <= limit)) return null
   const starts: Date[] = []
   let start = bucketStart(from, rollup)
   for (let i = 0; i < count; i++) {

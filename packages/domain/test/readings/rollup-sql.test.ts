@@ -19,16 +19,18 @@ const { sql } = await createTestDatabase(t, { max: 1 })
 /** What an engine would run for the rollup, applied to every time in `times`. */
 async function sqlBuckets (rollup: Rollup, times: Date[]): Promise<string[]> {
   const texts = times.map((time) => time.toISOString())
+  // One JSON text parameter: the driver cannot bind a JS array to a timestamptz[] parameter here.
+  const json = JSON.stringify(texts)
   const spec = rollupSql(rollup)
   let rows: { b: string }[]
   if (spec.kind === 'bin') {
     rows = await sql<{ b: string }[]>`
-      select to_char(date_bin(${spec.interval}::interval, t, ${spec.origin}::timestamptz) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as b
-      from unnest(${texts}::timestamptz[]) with ordinality as u(t, n) order by n`
+      select to_char(date_bin(${spec.interval}::interval, t::timestamptz, ${spec.origin}::timestamptz) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as b
+      from json_array_elements_text(${json}::json) with ordinality as u(t, n) order by n`
   } else if (spec.kind === 'trunc') {
     const months = spec.field === 'year' ? 12 : 1
     rows = await sql<{ b: string }[]>`
-      with u as (select t at time zone 'UTC' as local, n from unnest(${texts}::timestamptz[]) with ordinality as u(t, n)),
+      with u as (select t::timestamptz at time zone 'UTC' as local, n from json_array_elements_text(${json}::json) with ordinality as e(t, n)),
       idx as (
         select n, floor(((extract(year from local)::int - 1970) * 12 + extract(month from local)::int - 1)::numeric / ${months}::int) as i
         from u

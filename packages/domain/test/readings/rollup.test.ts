@@ -150,6 +150,7 @@ t.test('the buckets of a window', async (t) => {
   t.equal(countBuckets(at('2024-01-30T12:00:00Z'), at('2024-01-30T10:00:00Z'), hour), 0)
   t.equal(bucketStartsBetween(at('2024-01-30T10:30:00Z'), at('2024-01-30T12:00:00Z'), hour, 2), null, 'over the limit')
   t.equal(bucketStartsBetween(at('2024-01-30T10:30:00Z'), at('2024-01-30T12:00:00Z'), hour, 0), null)
+  t.equal(bucketStartsBetween(at('2024-01-30T10:30:00Z'), at('2024-01-30T12:00:00Z'), hour, Number.NaN), null, 'a NaN limit refuses')
   t.same(bucketStartsBetween(at('2024-01-15T00:00:00Z'), at('2024-03-01T00:00:00Z'), parseRollup('1M'), 3)?.map(iso),
     ['2024-01-01T00:00:00.000Z', '2024-02-01T00:00:00.000Z', '2024-03-01T00:00:00.000Z'])
   t.same(bucketStartsBetween(at('2019-05-01T00:00:00Z'), at('2024-01-01T00:00:00Z'), parseRollup('2y'), 4)?.map(iso),
