@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import t from 'tap'
@@ -31,6 +31,21 @@ t.test('pnpm start brings the whole platform up on the embedded defaults, and ag
     t.equal(docs.status, 200)
     t.match(await docs.text(), /swagger/i)
     t.same(await (await fetch(`${base}/health/ready`)).json(), { status: 'ready' })
+
+    // A user registers and asks for a reset; the exporter in the same process writes the mail.
+    const username = `walker${round}`
+    const signup = await fetch(`${base}/v0/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, email: `${username}@example.org`, password: 'a long password' }) })
+    t.equal(signup.status, 201)
+    const session = await fetch(`${base}/v0/sessions`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `username=${username}&password=a+long+password` })
+    const { access_token: token } = await session.json() as { access_token: string }
+    t.equal((await (await fetch(`${base}/v0/me`, { headers: { authorization: `Bearer ${token}` } })).json() as { username: string }).username, username)
+    await fetch(`${base}/v0/password_resets`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email_or_username: username }) })
+    let mails: string[] = []
+    for (let i = 0; i < 100 && mails.length < round; i++) {
+      mails = existsSync(path.join(dataDir, 'outbox')) ? readdirSync(path.join(dataDir, 'outbox')) : []
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    t.equal(mails.length, round, 'the reset mail reached the outbox under DATA_DIR')
 
     const client = await mqtt.connectAsync(`mqtt://${mqttHost}:${mqttPort}`, { clientId: '3f9a1c', reconnectPeriod: 0 })
     t.ok(client.connected, 'the broker accepts a CONNECT')

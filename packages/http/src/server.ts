@@ -4,6 +4,7 @@ import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import { errors } from '@esp/domain'
 import { ErrorBody } from './error-body.js'
 import { errorHandlerPlugin } from './error-handler.js'
 import { authPlugin, type AuthOptions } from './auth-plugin.js'
@@ -77,9 +78,13 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(formbody, { bodyLimit: options.bodyLimit })
   await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })
   await app.register(representationPlugin)
-  // A POST without a body (parameters in the query, or multipart read by the handler) is an empty
-  // object to the body schema, not a type error.
   app.addHook('preValidation', async (request) => {
+    // PostgreSQL text cannot hold NUL; refused here, it is a clear 400 instead of a failed query.
+    if (request.url.includes('%00') || containsNul(request.params) || containsNul(request.body)) {
+      throw errors.badRequest('Parameters must not contain NUL characters')
+    }
+    // A POST without a body (parameters in the query, or multipart read by the handler) is an empty
+    // object to the body schema, not a type error.
     if (request.body === undefined && request.routeOptions.schema?.body !== undefined) request.body = {}
   })
   if (options.auth !== undefined) await app.register(authPlugin, options.auth)
@@ -106,6 +111,13 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
   await app.register(healthRoutes, { ready: options.ready })
   return app
+}
+
+function containsNul (value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (depth > 32 || value === null || typeof value !== 'object') return false
+  if (Array.isArray(value)) return value.some((item) => containsNul(item, depth + 1))
+  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || containsNul(item, depth + 1))
 }
 
 /** The absolute base URL for links in responses (root links, Link headers, uploads). */
