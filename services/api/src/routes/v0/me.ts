@@ -1,27 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { detectImageType, errors, OkMessage, signUploadPolicy, UserBody, userService } from '@esp/domain'
 import { baseUrl, errorResponses, requireViewer } from '@esp/http'
 import type { ApiContext } from '../../context.js'
+import { readMultipartForm } from './multipart.js'
 import { renderUser } from './user-view.js'
-
-interface ProfileUpdate { fields: Record<string, string>, picture: Buffer | undefined }
-
-/** A multipart profile update: text fields plus an optional `profile_picture` file, read whole first. */
-async function readMultipart (request: FastifyRequest): Promise<ProfileUpdate> {
-  const fields: Record<string, string> = {}
-  let picture: Buffer | undefined
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      // toBuffer() enforces the size limit (413); other files are drained and ignored.
-      const bytes = await part.toBuffer()
-      if (part.fieldname === 'profile_picture') picture = bytes
-    } else if (typeof part.value === 'string') {
-      fields[part.fieldname] = part.value
-    }
-  }
-  return { fields, picture }
-}
 
 const USER_FIELDS = ['email', 'username', 'password', 'city', 'country_code', 'url', 'first_name', 'last_name'] as const
 
@@ -54,8 +37,8 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
         let input: Record<string, string | null | undefined> = {}
         let picture: Buffer | undefined
         if (request.isMultipart()) {
-          const update = await readMultipart(request)
-          picture = update.picture
+          const update = await readMultipartForm(request, 'profile_picture')
+          picture = update.file
           for (const key of USER_FIELDS) if (update.fields[key] !== undefined) input[key] = update.fields[key]
         } else {
           input = (request.body ?? {}) as Record<string, string | null | undefined>

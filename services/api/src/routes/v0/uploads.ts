@@ -3,6 +3,7 @@ import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { detectImageType, errors, userService, verifyUploadPolicy } from '@esp/domain'
 import { errorResponses } from '@esp/http'
 import type { ApiContext } from '../../context.js'
+import { readMultipartForm } from './multipart.js'
 
 /**
  * Uploaded pictures under DATA_DIR, and the older form's S3-style upload target: the signed policy
@@ -28,14 +29,7 @@ export async function uploadRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     schema: { tags, summary: 'Older form, avatar flow step 2: multipart file, key, policy, signature', operationId: 'postUpload', consumes: ['multipart/form-data'], response: { ...errorResponses(400, 403, 413, 422) } }
   }, async (request, reply) => {
     if (!request.isMultipart()) throw errors.badRequest('send multipart/form-data with file, key, policy and signature')
-    const fields: Record<string, string> = {}
-    let file: Buffer | undefined
-    for await (const part of request.parts()) {
-      if (part.type === 'file') {
-        const bytes = await part.toBuffer()
-        if (part.fieldname === 'file') file = bytes
-      } else if (typeof part.value === 'string') fields[part.fieldname] = part.value
-    }
+    const { fields, file } = await readMultipartForm(request, 'file')
     const policy = verifyUploadPolicy(ctx.settings.uploadSecret, { key: fields.key, policy: fields.policy, signature: fields.signature }, ctx.clock())
     if (file === undefined) throw errors.parameterMissing(['file'])
     if (file.length > policy.maxBytes) throw errors.payloadTooLarge(policy.maxBytes)
