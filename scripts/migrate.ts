@@ -4,7 +4,7 @@ import { openPlatformDatabase } from '@esp/db'
 
 try {
   const { config } = fromEnvironment(DbConfig)
-  const database = await openPlatformDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolMax: 1, applicationName: 'esp-migrate', log: console.log })
+  const database = await openPlatformDatabase({ url: config.DATABASE_URL, dataDir: config.DATA_DIR, poolMax: 1, applicationName: 'esp-migrate', engine: config.TS_ENGINE, log: console.log })
   await database.close()
   console.log('database migrated and seeded')
 } catch (err) {

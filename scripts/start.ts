@@ -4,23 +4,20 @@
  * (services/<name>/src/main.ts); this is the same code, packaged as one.
  */
 import { Type } from '@sinclair/typebox'
-import { AuthConfig, DbConfig, HttpConfig, LogConfig, MailConfig, MqttConfig, RateLimitConfig, UploadConfig } from '@esp/config'
+import { AuthConfig, DbConfig, HttpConfig, LogConfig, MailConfig, MqttConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
 import { main } from '@esp/http'
 import { apiDeps, apiService } from '@esp/api'
 import { exporterDeps, exporterService } from '@esp/exporter'
-import { ingestService, mqttAddressLine } from '@esp/ingest'
+import { ingestDeps, ingestService, mqttAddressLine } from '@esp/ingest'
 
-const PlatformConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, MailConfig, MqttConfig, LogConfig])
+const PlatformConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, MailConfig, MqttConfig, ReadingsConfig, LogConfig])
 
 await main(PlatformConfig, {
   title: 'sensor platform (api + ingest + exporter)',
   applicationName: 'esp-all',
   register: async (app, database, { config, explicit, secret }) => {
     await app.register(apiService, apiDeps(config, database, secret))
-    await app.register(ingestService, {
-      database,
-      mqtt: { host: config.MQTT_HOST, port: config.MQTT_PORT, explicit: explicit.has('MQTT_PORT') }
-    })
+    await app.register(ingestService, ingestDeps(config, database, explicit))
     await app.register(exporterService, exporterDeps(config, database))
   },
   describe: (app, { config }) => [mqttAddressLine(app, config.MQTT_PORT)]

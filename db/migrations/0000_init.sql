@@ -140,6 +140,7 @@ CREATE TABLE "components" (
 	"device_id" integer NOT NULL,
 	"sensor_id" integer NOT NULL,
 	"key" text,
+	"equation" text,
 	"last_reading_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL,

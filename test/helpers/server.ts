@@ -7,7 +7,8 @@ interface Tap { teardown: (fn: () => unknown) => void }
 
 export const testHttpOptions: ServerOptions = {
   title: 'test',
-  logLevel: 'silent',
+  // ESP_TEST_LOG=error shows server-side failures while debugging a test.
+  logLevel: process.env.ESP_TEST_LOG ?? 'silent',
   bodyLimit: 1024 * 1024,
   trustProxy: false,
   publicUrl: undefined,

@@ -7,7 +7,8 @@ const port = (fallback: number, what: string) =>
 export const DbConfig = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// URL' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'an integer from 1 to 500' }),
-  DATA_DIR: Type.String({ minLength: 1, default: './.data', description: 'a folder path' })
+  DATA_DIR: Type.String({ minLength: 1, default: './.data', description: 'a folder path' }),
+  TS_ENGINE: Type.Optional(Type.Union([Type.Literal('timescale'), Type.Literal('native')], { description: '"timescale" or "native"' }))
 })
 
 export const HttpConfig = Type.Object({
@@ -54,4 +55,10 @@ export const MailConfig = Type.Object({
 
 export const UploadConfig = Type.Object({
   UPLOAD_MAX_BYTES: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024, description: 'an integer of bytes, at least 1024' })
+})
+
+export const ReadingsConfig = Type.Object({
+  READINGS_MAX_VALUES: Type.Integer({ minimum: 1, default: 100_000, description: 'a positive integer' }),
+  READINGS_MAX_FUTURE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'an integer of seconds' }),
+  READINGS_MAX_BUCKETS: Type.Integer({ minimum: 10, default: 50_000, description: 'an integer, at least 10' })
 })

@@ -10,6 +10,8 @@ export interface PlatformDatabaseOptions {
   dataDir: string
   poolMax: number
   applicationName: string
+  /** forces the time-series engine at the first migration (TS_ENGINE) */
+  engine?: 'timescale' | 'native' | undefined
   log?: (message: string) => void
 }
 
@@ -28,7 +30,7 @@ export async function openPlatformDatabase (options: PlatformDatabaseOptions): P
     url = embedded.url
   }
   try {
-    await migrateDatabase(url)
+    await migrateDatabase(url, { engine: options.engine })
     const database = createDatabase(url, { max: options.poolMax, applicationName: options.applicationName })
     await seedCatalogue(database.sql)
     const server = embedded

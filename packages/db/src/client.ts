@@ -25,7 +25,8 @@ export function createDatabase (url: string, options: DatabaseOptions = {}): Dat
   const sql = postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
-    connection: { application_name: options.applicationName ?? 'esp' },
+    // UTC sessions: raw timestamptz text then always ends in +00 (see pgDate).
+    connection: { application_name: options.applicationName ?? 'esp', TimeZone: 'UTC' },
     // count(*) and other int8 results come back as numbers: they stay far below 2^53.
     types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } }
   })

@@ -14,10 +14,12 @@ const MIGRATION_LOCK = 7_250_331_001
  * Applies pending migrations. Several services may start at once against one database, so the
  * run is serialised with an advisory lock held on the migrating connection.
  */
-export async function migrateDatabase (url: string): Promise<void> {
+export async function migrateDatabase (url: string, options: { engine?: 'timescale' | 'native' | undefined } = {}): Promise<void> {
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`
+    // Read by the time-series migration to force an engine (TS_ENGINE); session-wide on purpose.
+    await sql`select set_config('esp.ts_engine', ${options.engine ?? ''}, false)`
     await migrate(drizzle(sql), { migrationsFolder })
     await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`
   } finally {

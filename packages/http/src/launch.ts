@@ -48,6 +48,7 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
     dataDir: config.DATA_DIR,
     poolMax: config.DATABASE_POOL_MAX,
     applicationName: options.applicationName,
+    engine: config.TS_ENGINE,
     log: (message) => { if (config.LOG_LEVEL !== 'silent') console.log(message) }
   })
   let app: FastifyInstance | undefined

@@ -12,6 +12,7 @@ import { rootRoutes } from './routes/v0/root.js'
 import { sessionRoutes } from './routes/v0/sessions.js'
 import { uploadRoutes } from './routes/v0/uploads.js'
 import { userRoutes } from './routes/v0/users.js'
+import { readingHistoryRoutes } from './routes/v0/readings.js'
 
 export interface ApiDeps {
   database: Database
@@ -20,6 +21,7 @@ export interface ApiDeps {
   passwordResetTtlSeconds: number
   uploadMaxBytes: number
   uploadSecret: string
+  maxBuckets?: number
   admin?: { username: string, email: string, password: string } | undefined
   clock?: Clock
 }
@@ -46,7 +48,8 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
       passwordResetTtlSeconds: deps.passwordResetTtlSeconds,
       uploadMaxBytes: deps.uploadMaxBytes,
-      uploadSecret: deps.uploadSecret
+      uploadSecret: deps.uploadSecret,
+      maxBuckets: deps.maxBuckets ?? 50_000
     }
   }
   app.addSchema(DeviceSummary)
@@ -59,5 +62,6 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
     await v0.register(passwordResetRoutes, ctx)
     await v0.register(applicationRoutes, ctx)
     await v0.register(uploadRoutes, ctx)
+    await v0.register(readingHistoryRoutes, ctx)
   }, { prefix: '/v0' })
 }, { name: 'esp-api' })

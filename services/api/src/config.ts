@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
 import { type Static, Type } from '@sinclair/typebox'
-import { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, UploadConfig } from '@esp/config'
+import { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
 import type { Database } from '@esp/db'
 import type { ApiDeps } from './app.js'
 
-export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, LogConfig])
+export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, ReadingsConfig, LogConfig])
 export type ApiConfigType = Static<typeof ApiConfig>
 
-type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD'>
+type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD'>
 
 /** The api's dependencies from validated configuration; the upload key is derived, never reused as is. */
 export function apiDeps (config: ApiSettings, database: Database, secret: string): ApiDeps {
@@ -20,6 +20,7 @@ export function apiDeps (config: ApiSettings, database: Database, secret: string
     accessTokenTtlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
     passwordResetTtlSeconds: config.PASSWORD_RESET_TTL_SECONDS,
     uploadMaxBytes: config.UPLOAD_MAX_BYTES,
+    maxBuckets: config.READINGS_MAX_BUCKETS,
     uploadSecret: createHash('sha256').update(`upload-policy:${secret}`).digest('base64url'),
     admin
   }

@@ -13,5 +13,7 @@ export interface ApiContext {
     uploadMaxBytes: number
     /** signs the older form's avatar upload policies */
     uploadSecret: string
+    /** most buckets one readings query answers */
+    maxBuckets: number
   }
 }

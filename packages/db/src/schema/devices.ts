@@ -80,6 +80,8 @@ export const components = pgTable('components', {
   deviceId: integer().notNull().references(() => devices.id, { onDelete: 'cascade' }),
   sensorId: integer().notNull().references(() => sensors.id, { onDelete: 'cascade' }),
   key: text(),
+  /** per-device calibration in x (raw_value); value = equation(raw_value), or raw_value without one */
+  equation: text(),
   lastReadingAt: tstz(),
   ...timestamps
 }, (t) => [uniqueIndex('components_device_sensor_key').on(t.deviceId, t.sensorId)])

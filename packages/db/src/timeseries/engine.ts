@@ -1,0 +1,87 @@
+/**
+ * The time-series layer: one interface, two engines (DESIGN.md). The SQL here runs through a
+ * minimal Runner, so the same code drives postgres.js in production and PGlite (the TimescaleDB
+ * build) in the conformance suite.
+ */
+export type EngineName = 'native' | 'timescale'
+
+export interface Runner {
+  query: <T extends object = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<T[]>
+}
+
+export interface ReadingRow {
+  deviceId: number
+  sensorId: number
+  recordedAt: Date
+  value: number
+  rawValue: number
+}
+
+/** A stored rollup tier: fixed buckets of `ms`, aligned on the UTC epoch. */
+export interface Tier { name: 'daily' | 'hourly', table: 'readings_daily' | 'readings_hourly', ms: number }
+
+export const TIERS: readonly Tier[] = [
+  { name: 'daily', table: 'readings_daily', ms: 24 * 3600 * 1000 },
+  { name: 'hourly', table: 'readings_hourly', ms: 3600 * 1000 }
+]
+
+export interface TimeSeriesEngine {
+  readonly name: EngineName
+  /** Before a write transaction: whatever rows at these times need to exist (partitions), outside it. */
+  prepare: (runner: Runner, times: Iterable<Date>) => Promise<void>
+  /** In the write transaction, after the raw insert, with the rows actually inserted. */
+  afterInsert: (tx: Runner, inserted: ReadingRow[]) => Promise<void>
+}
+
+export async function engineName (runner: Runner): Promise<EngineName> {
+  const rows = await runner.query<{ value: string }>("select value from esp_settings where key = 'ts_engine'")
+  const name = rows[0]?.value
+  if (name !== 'native' && name !== 'timescale') throw new Error(`the database has no time-series engine recorded (got ${String(name)}): run the migrations`)
+  return name
+}
+
+/**
+ * A JS array as a PostgreSQL array literal. Drivers infer an array parameter's type from its
+ * elements (postgres.js types an array of Dates as a single timestamptz); a literal with an explicit
+ * cast in the SQL (`$1::timestamptz[]`) works the same on every driver.
+ */
+export function pgArrayLiteral (values: readonly unknown[]): string {
+  const items = values.map((v) => {
+    if (v === null || v === undefined) return 'NULL'
+    if (v instanceof Date) return `"${v.toISOString()}"`
+    if (typeof v === 'number') return Number.isFinite(v) ? String(v) : `"${String(v)}"`
+    return `"${String(v).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
+  })
+  return `{${items.join(',')}}`
+}
+
+/**
+ * Parameters as text the server casts: arrays become literals and Dates ISO strings (drizzle
+ * replaces postgres.js's timestamp serializers on the shared client, so a Date would not bind).
+ */
+export const asTextParams = (params: readonly unknown[]): unknown[] =>
+  params.map((p) => Array.isArray(p) ? pgArrayLiteral(p) : p instanceof Date ? p.toISOString() : p)
+
+/** postgres.js as a Runner (a pool, a reserved connection or a transaction). */
+export function postgresRunner (sql: { unsafe: (text: string, params?: never[]) => PromiseLike<unknown> }): Runner {
+  return {
+    query: async <T extends object>(text: string, params: unknown[] = []) => await sql.unsafe(text, asTextParams(params) as never[]) as unknown as T[]
+  }
+}
+
+/**
+ * A timestamptz from a Runner: a Date, or text in PostgreSQL's ISO output (`2026-11-01 10:01:00+00`,
+ * with optional fraction and a `+hh[:mm]` offset). The platform's own pool returns text, because
+ * drizzle takes over timestamp parsing on the client it shares.
+ */
+export function pgDate (value: unknown): Date {
+  if (value instanceof Date) return value
+  if (typeof value === 'string') {
+    const iso = value.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00')
+    const at = new Date(iso)
+    if (!Number.isNaN(at.getTime())) return at
+  }
+  throw new Error(`not a timestamp: ${String(value)}`)
+}
+
+export const pgDateOrNull = (value: unknown): Date | null => value === null || value === undefined ? null : pgDate(value)

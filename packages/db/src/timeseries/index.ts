@@ -1,0 +1,15 @@
+export { TIERS, engineName, postgresRunner, pgArrayLiteral, asTextParams, pgDate, pgDateOrNull, type EngineName, type ReadingRow, type Runner, type Tier, type TimeSeriesEngine } from './engine.js'
+export { nativeEngine } from './native.js'
+export { timescaleEngine } from './timescale.js'
+export { writeReadings, type WriteResult } from './writes.js'
+export { tierStates, rawStates, rawPoints, readingSpan, type StateRow, type StateQuery } from './reads.js'
+export { aggregateByBucket, type AggregateRow } from './states.js'
+
+import { engineName, type Runner, type TimeSeriesEngine } from './engine.js'
+import { nativeEngine } from './native.js'
+import { timescaleEngine } from './timescale.js'
+
+/** The engine the database was migrated with. */
+export async function loadEngine (runner: Runner): Promise<TimeSeriesEngine> {
+  return (await engineName(runner)) === 'timescale' ? timescaleEngine() : nativeEngine()
+}

@@ -1,0 +1,47 @@
+import { PGlite } from '@electric-sql/pglite'
+import { timescaledb } from '@electric-sql/pglite/timescaledb'
+import { drizzle } from 'drizzle-orm/pglite'
+import { migrate } from 'drizzle-orm/pglite/migrator'
+import { migrationsFolder } from '../migrate.js'
+import type { Runner } from './engine.js'
+
+export interface TimescalePglite {
+  db: PGlite
+  runner: Runner
+  close: () => Promise<void>
+}
+
+/** PGlite as a Runner. */
+export function pgliteRunner (db: PGlite): Runner {
+  return {
+    // PGlite serialises JS arrays itself from the parameter types the server reports (checked for
+    // int[], bigint[], float8[], timestamptz[] and text[], NULL elements included), so the
+    // `unnest($n::type[])` statements of the write path get their arrays as they are.
+    query: async <T extends object>(text: string, params: unknown[] = []) => (await db.query<T>(text, params)).rows
+  }
+}
+
+/**
+ * An in-memory PGlite with TimescaleDB (the `@electric-sql/pglite` override, PITFALLS.md §3),
+ * migrated with the platform's migrations and the timescale engine forced: the conformance
+ * suite's stand-in for a TimescaleDB server. Each instance costs 0.5–0.9 GB, so open one per file.
+ */
+export async function openTimescalePglite (): Promise<TimescalePglite> {
+  // One options object: `PGlite.create(undefined, opts)` silently drops the extensions.
+  const db = await PGlite.create({
+    extensions: { timescaledb },
+    // int8 as numbers, as the postgres.js client is configured (client.ts): counts stay below 2^53.
+    parsers: { 20: (value: string) => Number(value) }
+  })
+  try {
+    // Session-wide (is_local false): the migrator runs every migration in one later transaction.
+    await db.query("select set_config('esp.ts_engine', 'timescale', false)")
+    await migrate(drizzle(db), { migrationsFolder })
+  } catch (err) {
+    await db.close()
+    // drizzle wraps the failure as `Failed query: …`; PostgreSQL's own message is in `cause`.
+    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : ''
+    throw new Error(`migrating the TimescaleDB PGlite failed${cause}`, { cause: err })
+  }
+  return { db, runner: pgliteRunner(db), close: async () => { await db.close() } }
+}

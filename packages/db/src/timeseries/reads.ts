@@ -1,0 +1,73 @@
+import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
+
+/** Per-bucket mergeable state as the query layer reads it from raw rows or a tier. */
+export interface StateRow {
+  bucket: Date
+  count: number
+  mean: number
+  m2: number
+  sum: number
+  min: number
+  max: number
+  first_at: Date | null
+  first_val: number | null
+  last_at: Date | null
+  last_val: number | null
+}
+
+export interface StateQuery {
+  deviceId: number
+  sensorId: number
+  from: Date
+  /** exclusive */
+  until: Date
+}
+
+/** Stored tier rows in [from, until): the planner only asks for tier-aligned ranges. */
+const normalize = (rows: StateRow[]): StateRow[] => rows.map((r) => ({
+  ...r, bucket: pgDate(r.bucket), first_at: pgDateOrNull(r.first_at), last_at: pgDateOrNull(r.last_at)
+}))
+
+export async function tierStates (runner: Runner, tier: Tier, q: StateQuery): Promise<StateRow[]> {
+  return normalize(await runner.query<StateRow>(`
+    select bucket, count::float8 as count, mean, m2, sum, min, max, first_at, first_val, last_at, last_val
+    from ${tier.table}
+    where device_id = $1 and sensor_id = $2 and bucket >= $3 and bucket < $4
+    order by bucket`, [q.deviceId, q.sensorId, q.from, q.until]))
+}
+
+/**
+ * States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`. var_pop is
+ * PostgreSQL's numerically stable (Youngs-Cramer) variance; first and last cost a sort per bucket,
+ * so they are computed only when asked for.
+ */
+export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, firstLast: boolean }): Promise<StateRow[]> {
+  const edges = q.firstLast
+    ? `min(recorded_at) as first_at, (array_agg(value order by recorded_at))[1] as first_val,
+       max(recorded_at) as last_at, (array_agg(value order by recorded_at desc))[1] as last_val`
+    : 'null::timestamptz as first_at, null::float8 as first_val, null::timestamptz as last_at, null::float8 as last_val'
+  return normalize(await runner.query<StateRow>(`
+    select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket,
+      count(value)::float8 as count, avg(value) as mean, coalesce(var_pop(value) * count(value), 0) as m2,
+      sum(value) as sum, min(value) as min, max(value) as max, ${edges}
+    from readings
+    where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
+    group by 1 order by 1`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin]))
+}
+
+/** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */
+export async function rawPoints (runner: Runner, q: StateQuery & { limit: number }): Promise<{ recorded_at: Date, value: number }[]> {
+  const rows = await runner.query<{ recorded_at: unknown, value: number }>(`
+    select recorded_at, value from readings
+    where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
+    order by recorded_at desc limit $5`, [q.deviceId, q.sensorId, q.from, q.until, q.limit])
+  return rows.map((r) => ({ recorded_at: pgDate(r.recorded_at), value: r.value }))
+}
+
+/** First and last reading time of a device's sensor: the span a request is clamped to. */
+export async function readingSpan (runner: Runner, deviceId: number, sensorId: number): Promise<{ first: Date | null, last: Date | null }> {
+  const [row] = await runner.query<{ first: unknown, last: unknown }>(`
+    select (select min(recorded_at) from readings where device_id = $1 and sensor_id = $2) as first,
+           (select max(recorded_at) from readings where device_id = $1 and sensor_id = $2) as last`, [deviceId, sensorId])
+  return { first: pgDateOrNull(row?.first), last: pgDateOrNull(row?.last) }
+}

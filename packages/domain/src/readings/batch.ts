@@ -1,0 +1,91 @@
+import type { FieldErrors } from '../errors.js'
+import { parseRecordedAt } from './time-params.js'
+
+/** One posted value before its sensor is resolved: `ref` is a sensor id or a kit/sensor key. */
+export interface PostedValue {
+  path: string
+  ref: number | string
+  recordedAt: Date
+  raw: number
+}
+
+export interface BatchLimits {
+  /** values per batch; more is a 413 */
+  maxValues: number
+  /** how far ahead of the server clock a timestamp may be */
+  maxFutureMs: number
+  /** nothing older is accepted (a typo of a year would otherwise create decades of partitions) */
+  minTime: Date
+}
+
+export const MAX_PROBLEMS = 100
+const NUMERIC = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/
+
+function add (problems: FieldErrors, path: string, message: string): void {
+  if (Object.keys(problems).length < MAX_PROBLEMS) (problems[path] ??= []).push(message)
+}
+
+function asNumber (value: unknown): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null
+  if (typeof value === 'string' && NUMERIC.test(value)) {
+    const n = Number(value)
+    return Number.isFinite(n) ? n : null
+  }
+  return null
+}
+
+function asRef (id: unknown): number | string | null {
+  if (typeof id === 'number') return Number.isInteger(id) && id > 0 && id <= 2_147_483_647 ? id : null
+  if (typeof id !== 'string') return null
+  const trimmed = id.trim()
+  if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed)
+  return trimmed !== '' && trimmed.length <= 100 ? trimmed : null
+}
+
+/** Counts values first, so an oversized batch is refused before any per-item work. */
+export function countValues (data: unknown): number {
+  if (!Array.isArray(data)) return 0
+  let n = 0
+  for (const entry of data) {
+    const sensors = typeof entry === 'object' && entry !== null ? (entry as { sensors?: unknown }).sensors : undefined
+    n += Array.isArray(sensors) ? sensors.length : 1
+  }
+  return n
+}
+
+/**
+ * Checks a whole `data` array (contract: POST readings) and names every bad item. Values may be
+ * numbers or numeric strings (the firmware's raw topic sends strings); timestamps any form
+ * parseRecordedAt accepts.
+ */
+export function parseBatch (data: unknown, limits: BatchLimits, now: Date): { values: PostedValue[], problems: FieldErrors } {
+  const problems: FieldErrors = {}
+  const values: PostedValue[] = []
+  if (!Array.isArray(data)) {
+    add(problems, 'data', 'must be an array of {recorded_at, sensors: [{id, value}]}')
+    return { values, problems }
+  }
+  if (data.length === 0) add(problems, 'data', "can't be blank")
+  const latest = now.getTime() + limits.maxFutureMs
+  data.forEach((entry: unknown, i) => {
+    const at = `data[${i}]`
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) { add(problems, at, 'must be an object'); return }
+    const { recorded_at: recorded, sensors } = entry as { recorded_at?: unknown, sensors?: unknown }
+    const recordedAt = parseRecordedAt(recorded)
+    if (recordedAt === null) add(problems, `${at}.recorded_at`, recorded === undefined || recorded === null || recorded === '' ? "can't be blank" : 'is not a valid time (use YYYY-MM-DDTHH:MM:SSZ)')
+    else if (recordedAt.getTime() > latest) add(problems, `${at}.recorded_at`, 'is too far in the future')
+    else if (recordedAt < limits.minTime) add(problems, `${at}.recorded_at`, `is before ${limits.minTime.toISOString().slice(0, 10)}`)
+    if (!Array.isArray(sensors) || sensors.length === 0) { add(problems, `${at}.sensors`, 'must be a non-empty array of {id, value}'); return }
+    sensors.forEach((sensor: unknown, j) => {
+      const path = `${at}.sensors[${j}]`
+      if (typeof sensor !== 'object' || sensor === null || Array.isArray(sensor)) { add(problems, path, 'must be an object'); return }
+      const { id, value } = sensor as { id?: unknown, value?: unknown }
+      const ref = asRef(id)
+      const raw = asNumber(value)
+      if (ref === null) add(problems, `${path}.id`, 'must be a sensor id or a sensor key')
+      if (raw === null) add(problems, `${path}.value`, value === undefined || value === null ? "can't be blank" : 'must be a finite number')
+      if (ref !== null && raw !== null && recordedAt !== null) values.push({ path, ref, recordedAt, raw })
+    })
+  })
+  return { values, problems }
+}

@@ -1,0 +1,140 @@
+import { type Database, postgresRunner, rawPoints, rawStates, readingSpan, type StateRow, tierStates, TIERS } from '@esp/db'
+import { ApiError, errors } from '../errors.js'
+import { formatTimestamp } from '../time.js'
+import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction } from './aggregate-state.js'
+import { planSegments } from './planner.js'
+import { bucketStart, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { parseTimeParam } from './time-params.js'
+
+export interface HistoryParams {
+  sensor_id?: string | undefined
+  sensor_key?: string | undefined
+  rollup?: string | undefined
+  function?: string | undefined
+  from?: string | undefined
+  to?: string | undefined
+  all_intervals?: string | undefined
+}
+
+export interface HistoryContext { database: Database, now: () => Date, maxBuckets: number }
+
+export interface HistoryResult {
+  device_id: number
+  sensor_id: number
+  sensor_key: string | null
+  component_id: number | null
+  rollup: string
+  function: RollupFunction
+  from: string
+  to: string
+  sample_size: number
+  readings: [string, number | null][]
+}
+
+/** Without `from`, the window is the six weeks before `to` (behaviour.md §7). */
+export const DEFAULT_WINDOW_MS = 6 * 7 * 24 * 3600 * 1000
+const HOUR = { interval: '1 hour', origin: '1970-01-01T00:00:00.000Z' }
+
+const tooManyBuckets = (count: number, rollup: string, max: number): ApiError => errors.badRequest(
+  `This request spans ${count} buckets of ${rollup}; at most ${max} are answered at once. Use a larger rollup or a shorter from/to range.`,
+  { rollup: [`gives ${count} buckets, more than ${max}`] })
+
+function toState (row: StateRow): AggregateState {
+  return {
+    count: row.count, mean: row.mean, m2: row.m2, sum: row.sum, min: row.min, max: row.max,
+    firstAt: row.first_at === null ? Infinity : new Date(row.first_at).getTime(), first: row.first_val ?? NaN,
+    lastAt: row.last_at === null ? -Infinity : new Date(row.last_at).getTime(), last: row.last_val ?? NaN
+  }
+}
+
+async function resolveSensor (database: Database, deviceId: number, kitId: number | null, params: HistoryParams) {
+  const byId = params.sensor_id !== undefined && params.sensor_id !== ''
+  if (byId && !/^\d{1,9}$/.test(params.sensor_id ?? '')) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
+  const id = byId ? Number(params.sensor_id) : null
+  const key = byId ? null : (params.sensor_key ?? '').trim()
+  const [row] = await database.sql<{ id: number, key: string | null, component_id: number | null }[]>`
+    select s.id, coalesce(ks.key, c.key, s.default_key) as key, c.id as component_id
+    from sensors s
+    left join components c on c.sensor_id = s.id and c.device_id = ${deviceId}
+    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = ${kitId}
+    where ${id === null ? database.sql`(ks.key = ${key} or s.default_key = ${key})` : database.sql`s.id = ${id}`}
+    order by (ks.key is not null) desc, (c.id is not null) desc, s.id
+    limit 1`
+  if (row === undefined) throw errors.notFound('Sensor', id ?? key ?? '')
+  return row
+}
+
+/**
+ * `GET /devices/:id/readings`: the planner serves each bucket from the coarsest stored tier that
+ * divides and aligns with it, and raw rows elsewhere; states are merged per bucket and finalized.
+ */
+export async function readingsHistory (ctx: HistoryContext, device: { id: number, kitId: number | null }, params: HistoryParams): Promise<HistoryResult> {
+  const missing = [params.rollup === undefined || params.rollup.trim() === '' ? 'rollup' : null,
+    (params.sensor_id ?? '') === '' && (params.sensor_key ?? '') === '' ? 'sensor_key OR sensor_id' : null].filter((m): m is string => m !== null)
+  if (missing.length > 0) throw errors.parameterMissing(missing)
+  const rollup: Rollup = parseRollup(params.rollup)
+  const fn = params.function === undefined || params.function === '' ? 'avg' : params.function
+  if (!isRollupFunction(fn)) throw errors.badRequest(`function must be one of ${rollupFunctions.join(', ')}`, { function: ['is not included in the list'] })
+  const to = parseTimeParam('to', params.to) ?? ctx.now()
+  const from = parseTimeParam('from', params.from) ?? new Date(to.getTime() - DEFAULT_WINDOW_MS)
+  if (from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
+  const allIntervals = params.all_intervals === 'true' || params.all_intervals === '1'
+  const sensor = await resolveSensor(ctx.database, device.id, device.kitId, params)
+  const runner = postgresRunner(ctx.database.sql)
+  const until = new Date(to.getTime() + 1)
+  const base = { deviceId: device.id, sensorId: sensor.id }
+  const result = (readings: [string, number | null][], sampleSize: number): HistoryResult => ({
+    device_id: device.id, sensor_id: sensor.id, sensor_key: sensor.key, component_id: sensor.component_id,
+    rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: sampleSize, readings
+  })
+
+  // The bucket bound applies to what can come back: the requested range clamped to the data.
+  const span = await readingSpan(runner, device.id, sensor.id)
+  if (allIntervals) {
+    const count = countBuckets(from, to, rollup)
+    if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
+  } else if (span.first !== null && span.last !== null) {
+    const start = span.first > from ? span.first : from
+    const end = span.last < to ? span.last : to
+    const count = start <= end ? countBuckets(start, end, rollup) : 0
+    if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
+  }
+  if (span.first === null && !allIntervals) return result([], 0)
+
+  if (rollup.raw) {
+    const points = await rawPoints(runner, { ...base, from, until, limit: ctx.maxBuckets + 1 })
+    if (points.length > ctx.maxBuckets) throw tooManyBuckets(points.length, rollup.text, ctx.maxBuckets)
+    return result(points.map((p) => [formatTimestamp(new Date(p.recorded_at)), p.value]), points.length)
+  }
+
+  const sqlBins = rollupSql(rollup)
+  const bin = sqlBins.kind === 'bin' ? { interval: sqlBins.interval, origin: sqlBins.origin } : HOUR
+  const firstLast = fn === 'first' || fn === 'last'
+  const buckets = new Map<number, AggregateState>()
+  const fold = (rows: StateRow[]): void => {
+    for (const row of rows) {
+      if (row.count === 0) continue
+      const key = bucketStart(new Date(row.bucket), rollup).getTime()
+      const state = toState(row)
+      const known = buckets.get(key)
+      buckets.set(key, known === undefined ? state : mergeStates(known, state))
+    }
+  }
+  await Promise.all(planSegments(rollup, from, until, TIERS).map(async (segment) => {
+    const q = { ...base, from: segment.from, until: segment.until }
+    fold(segment.source === 'raw'
+      ? await rawStates(runner, { ...q, ...bin, firstLast })
+      : await tierStates(runner, segment.source, q))
+  }))
+
+  let sampleSize = 0
+  for (const state of buckets.values()) sampleSize += state.count
+  const starts = allIntervals
+    ? (bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []).map((d) => d.getTime())
+    : [...buckets.keys()]
+  const readings = starts.sort((a, b) => b - a).map((start): [string, number | null] => {
+    const state = buckets.get(start)
+    return [formatTimestamp(new Date(start)), state === undefined ? null : finalize(state, fn)]
+  })
+  return result(readings, sampleSize)
+}

@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { assertCanSee, findActiveDevice, readingsHistory, rollupFunctions } from '@esp/domain'
+import { errorResponses } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
+
+const History = Type.Object({
+  device_id: Type.Integer(),
+  sensor_id: Type.Integer(),
+  sensor_key: Nullable(Type.String()),
+  component_id: Nullable(Type.Integer()),
+  rollup: Type.String(),
+  function: Type.String(),
+  from: Type.String(),
+  to: Type.String(),
+  sample_size: Type.Integer({ description: 'raw readings examined' }),
+  readings: Type.Array(Type.Tuple([Type.String(), Nullable(Type.Number())]), { description: 'newest first' })
+})
+
+const Query = Type.Object({
+  sensor_id: Type.Optional(Type.String({ description: 'sensor id (or sensor_key)' })),
+  sensor_key: Type.Optional(Type.String({ description: "the kit's sensor key or a sensor's default key" })),
+  rollup: Type.Optional(Type.String({ description: 'integer and unit: y, M, w, d, h, m, s, ms (e.g. 1h, 10m, 1d); 0 of any unit gives raw readings' })),
+  function: Type.Optional(Type.String({ description: `${rollupFunctions.join(', ')}; avg by default` })),
+  from: Type.Optional(Type.String({ description: 'ISO 8601 (with or without milliseconds and offset), a date, or epoch seconds; default: 6 weeks before to' })),
+  to: Type.Optional(Type.String({ description: 'as from; default: now' })),
+  all_intervals: Type.Optional(Type.String({ description: 'true: every bucket of the range, null where empty' })),
+  limit: Type.Optional(Type.String())
+})
+
+/** Historical readings grouped by a rollup (contract: Readings), under the device privacy rules. */
+export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  app.get('/devices/:device_id/readings', {
+    schema: {
+      tags: ['readings'],
+      summary: 'Readings of one sensor of a device, grouped by a rollup, newest first',
+      operationId: 'getReadings',
+      params: Type.Object({ device_id: Type.String({ maxLength: 20 }) }),
+      querystring: Query,
+      response: { 200: History, ...errorResponses(400, 401, 403, 404, 429) }
+    }
+  }, async (request) => {
+    const device = await findActiveDevice(ctx.database.db, request.params.device_id)
+    assertCanSee(request.viewer, device)
+    return await readingsHistory({ database: ctx.database, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, { id: device.id, kitId: device.kitId }, request.query)
+  })
+}

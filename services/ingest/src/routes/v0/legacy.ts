@@ -1,0 +1,79 @@
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { sql } from 'drizzle-orm'
+import { devices } from '@esp/db'
+import { errors, ingestReadings } from '@esp/domain'
+import { errorResponses } from '@esp/http'
+import type { IngestRouteContext } from '../../context.js'
+
+/** `UTC:YYYY,M,D,HH,MM,SS#`: month and day unpadded, time padded (behaviour.md §6.3). */
+export function legacyClock (now: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0')
+  return `UTC:${now.getUTCFullYear()},${now.getUTCMonth() + 1},${now.getUTCDate()},${pad(now.getUTCHours())},${pad(now.getUTCMinutes())},${pad(now.getUTCSeconds())}#`
+}
+
+const THREE_YEARS_MS = 3 * 365 * 24 * 3600 * 1000
+const METHODS = ['GET', 'POST', 'PATCH', 'PUT'] as const
+
+function header (value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
+
+/**
+ * The older form's HTTP devices (SCK 1.x): `/add` carries readings in X-SmartCitizenData as flat
+ * objects keyed by the kit's sensor keys, identified by X-SmartCitizenMacADDR; `/datetime` tells the
+ * clock. The firmware reads the unquoted clock string, served as application/json as it always was.
+ */
+export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteContext): Promise<void> {
+  const sendClock = (reply: FastifyReply): FastifyReply => reply.type('application/json; charset=utf-8').header('cache-control', 'no-store').send(legacyClock(ctx.clock()))
+  const tags = ['readings']
+
+  fastify.route({
+    method: [...METHODS],
+    url: '/datetime',
+    schema: { tags, summary: 'Older form: the server clock as UTC:YYYY,M,D,HH,MM,SS#', operationId: 'legacyDatetime' },
+    handler: async (_request, reply) => sendClock(reply)
+  })
+
+  fastify.route({
+    method: [...METHODS],
+    url: '/add',
+    schema: {
+      tags,
+      summary: 'Older form: readings in the X-SmartCitizenData header (JSON array of {<sensor key>: value, timestamp}), device by X-SmartCitizenMacADDR',
+      operationId: 'legacyAdd',
+      response: { ...errorResponses(400, 404, 413, 422) }
+    },
+    handler: async (request, reply) => {
+      const mac = header(request.headers['x-smartcitizenmacaddr'])?.trim().toLowerCase()
+      const raw = header(request.headers['x-smartcitizendata'])
+      if (mac === undefined || raw === undefined) return sendClock(reply)
+      if (!/^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/.test(mac)) throw errors.badRequest('X-SmartCitizenMacADDR is not a MAC address', { 'X-SmartCitizenMacADDR': ['is invalid'] })
+      let entries: unknown
+      try {
+        entries = JSON.parse(raw)
+      } catch {
+        throw errors.badRequest('X-SmartCitizenData is not JSON', { 'X-SmartCitizenData': ['is not a JSON array'] })
+      }
+      if (!Array.isArray(entries)) throw errors.badRequest('X-SmartCitizenData must be a JSON array', { 'X-SmartCitizenData': ['is not a JSON array'] })
+      const [device] = await ctx.database.db.select({ id: devices.id, kitId: devices.kitId }).from(devices)
+        .where(sql`${devices.macAddress} = ${mac.replace(/-/g, ':')}::macaddr and ${devices.archivedAt} is null`).limit(1)
+      if (device === undefined) throw errors.notFound('Device', mac)
+      // Flat objects become the contract's shape; keys the kit does not know are left out, as the
+      // established platform does, so a firmware's extra fields never reject its readings.
+      const known = new Set((await ctx.database.sql<{ key: string }[]>`select key from kit_sensors where kit_id = ${device.kitId}`).map((r) => r.key))
+      const data = entries.map((entry: unknown) => {
+        const record = typeof entry === 'object' && entry !== null ? entry as Record<string, unknown> : {}
+        const { timestamp, ...values } = record
+        return {
+          recorded_at: typeof timestamp === 'string' ? timestamp.trim() : timestamp,
+          sensors: Object.entries(values).filter(([key]) => known.has(key)).map(([key, value]) => ({ id: key, value }))
+        }
+      }).filter((entry) => entry.sensors.length > 0)
+      if (data.length > 0) {
+        const now = ctx.clock()
+        await ingestReadings({ ...ctx.ingest, limits: { ...ctx.ingest.limits, minTime: new Date(now.getTime() - THREE_YEARS_MS) } }, device, data)
+      }
+      return sendClock(reply)
+    }
+  })
+}

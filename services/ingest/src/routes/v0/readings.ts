@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { assertCanWrite, errors, findActiveDevice, ingestReadings } from '@esp/domain'
+import { errorResponses } from '@esp/http'
+import type { IngestRouteContext } from '../../context.js'
+
+const Stored = Type.Object({
+  id: Type.Literal('ok'),
+  message: Type.String(),
+  errors: Type.Null(),
+  url: Type.Null(),
+  stored: Type.Integer({ description: 'new readings written' }),
+  duplicates: Type.Integer({ description: 'readings already stored for that sensor and time (first write wins)' })
+})
+
+/**
+ * Posting readings: the body is checked whole, stored through the one write path, and the reply
+ * comes after the commit (contract: Readings). Values may be numbers or numeric strings.
+ */
+export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  app.post('/devices/:device_id/readings', {
+    schema: {
+      tags: ['readings'],
+      summary: 'Post readings (owner or admin): {data: [{recorded_at, sensors: [{id (sensor id or kit key), value}]}]}',
+      operationId: 'postReadings',
+      params: Type.Object({ device_id: Type.String({ maxLength: 20 }) }),
+      body: Type.Object({
+        data: Type.Optional(Type.Array(Type.Unknown(), { description: 'readings; checked item by item so every bad one is named' }))
+      }, { additionalProperties: true }),
+      response: { 200: Stored, ...errorResponses(400, 401, 403, 404, 413, 422, 429) }
+    }
+  }, async (request) => {
+    const device = await findActiveDevice(ctx.database.db, request.params.device_id)
+    assertCanWrite(request.viewer, device)
+    if (request.body.data === undefined) throw errors.parameterMissing(['data'])
+    const result = await ingestReadings(ctx.ingest, { id: device.id, kitId: device.kitId }, request.body.data)
+    return { id: 'ok' as const, message: `Stored ${result.stored} readings`, errors: null, url: null, stored: result.stored, duplicates: result.duplicates }
+  })
+}

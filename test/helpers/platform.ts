@@ -1,0 +1,37 @@
+import type { FastifyInstance } from 'fastify'
+import { ingestService } from '@esp/ingest'
+import type { Database } from '@esp/db'
+import type { Clock } from '@esp/domain'
+import { buildApi, type ApiHarness } from './api.js'
+
+interface Tap { teardown: (fn: () => unknown) => void }
+
+/** api and ingest on one server, as `pnpm start` runs them, on a database of the test file's own. */
+export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues?: number, maxBuckets?: number, bodyLimit?: number } = {}): Promise<ApiHarness> {
+  return await buildApi(t, {
+    deps: { ...(options.clock !== undefined ? { clock: options.clock } : {}), ...(options.maxBuckets !== undefined ? { maxBuckets: options.maxBuckets } : {}) },
+    ...(options.bodyLimit !== undefined ? { server: { bodyLimit: options.bodyLimit } } : {}),
+    extra: async (app: FastifyInstance, database: Database) => {
+      await app.register(ingestService, {
+        database,
+        maxValues: options.maxValues ?? 100_000,
+        maxFutureSeconds: 86_400,
+        ...(options.clock !== undefined ? { clock: options.clock } : {})
+      })
+    }
+  })
+}
+
+let devices = 0
+
+/** A device row as POST /devices would make it (issue 4 brings that route). */
+export async function makeDevice (database: Database, ownerId: number, fields: { isPrivate?: boolean, kitId?: number | null, mac?: string | null, name?: string } = {}): Promise<number> {
+  devices += 1
+  const [row] = await database.sql<{ id: number }[]>`
+    insert into devices (owner_id, name, is_private, kit_id, mac_address, state)
+    values (${ownerId}, ${fields.name ?? `device ${devices}`}, ${fields.isPrivate ?? false}, ${fields.kitId ?? null}, ${fields.mac ?? null},
+            ${fields.mac === undefined || fields.mac === null ? 'not_configured' : 'never_published'})
+    returning id`
+  if (row === undefined) throw new Error('no device')
+  return row.id
+}
