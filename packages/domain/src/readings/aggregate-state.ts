@@ -61,7 +61,9 @@ export function finalize (state: AggregateState, fn: RollupFunction): number | n
   if (fn === 'count') return state.count
   if (state.count === 0) return null
   switch (fn) {
-    case 'avg': return state.mean
+    // sum/count is as accurate as the running mean and keeps round data round (22.5, not
+    // 22.499999999999993 after a chain of merges); the mean is the fallback when the sum overflows.
+    case 'avg': return Number.isFinite(state.sum / state.count) ? state.sum / state.count : state.mean
     case 'max': return state.max
     case 'min': return state.min
     case 'sum': return state.sum

@@ -84,7 +84,8 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   const to = parseTimeParam('to', params.to) ?? ctx.now()
   const from = parseTimeParam('from', params.from) ?? new Date(to.getTime() - DEFAULT_WINDOW_MS)
   if (from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
-  const allIntervals = params.all_intervals === 'true' || params.all_intervals === '1'
+  // Raw readings have no buckets to fill; their bound is the number of points.
+  const allIntervals = !rollup.raw && (params.all_intervals === 'true' || params.all_intervals === '1')
   const sensor = await resolveSensor(ctx.database, device.id, device.kitId, params)
   const runner = postgresRunner(ctx.database.sql)
   const until = new Date(to.getTime() + 1)
@@ -99,7 +100,7 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   if (allIntervals) {
     const count = countBuckets(from, to, rollup)
     if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
-  } else if (span.first !== null && span.last !== null) {
+  } else if (!rollup.raw && span.first !== null && span.last !== null) {
     const start = span.first > from ? span.first : from
     const end = span.last < to ? span.last : to
     const count = start <= end ? countBuckets(start, end, rollup) : 0

@@ -16,7 +16,8 @@ const History = Type.Object({
   from: Type.String(),
   to: Type.String(),
   sample_size: Type.Integer({ description: 'raw readings examined' }),
-  readings: Type.Array(Type.Tuple([Type.String(), Nullable(Type.Number())]), { description: 'newest first' })
+  // [time, value] pairs; a plain array schema, because fast-json-stringify rejects a tuple with a nullable item
+  readings: Type.Array(Type.Array(Type.Union([Type.String(), Type.Number(), Type.Null()]), { minItems: 2, maxItems: 2 }), { description: '[recorded_at, value] pairs, newest first' })
 })
 
 const Query = Type.Object({

@@ -1,0 +1,98 @@
+import t from 'tap'
+import { bearer, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+
+const NOW = new Date('2026-11-22T12:00:00Z')
+
+async function seeded (t: Parameters<typeof buildPlatform>[0], options: { isPrivate?: boolean } = {}) {
+  const harness = await buildPlatform(t, { clock: () => NOW })
+  const owner = await signUp(harness.app)
+  const device = await makeDevice(harness.database, owner.id, { kitId: 26, isPrivate: options.isPrivate ?? false })
+  // Two days of 10-minute readings of temperature (55) and humidity (56).
+  const data = Array.from({ length: 288 }, (_, i) => ({
+    recorded_at: new Date(Date.UTC(2026, 10, 20, 0, i * 10)).toISOString(),
+    sensors: [{ id: 55, value: 20 + (i % 6) }, { id: 56, value: 50 }]
+  }))
+  const res = await harness.app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: bearer(owner.token), payload: { data } })
+  t.equal(res.statusCode, 200)
+  return { ...harness, owner, device }
+}
+
+t.test('rollups answer with the contract fields, newest first, from tiers and raw rows', async (t) => {
+  const { app, device } = await seeded(t)
+  const res = await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&from=2026-11-20&to=2026-11-21T23:59:59Z` })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), {
+    device_id: device, sensor_id: 55, sensor_key: 't', component_id: res.json().component_id, rollup: '1d', function: 'avg',
+    from: '2026-11-20T00:00:00Z', to: '2026-11-21T23:59:59Z', sample_size: 288,
+    readings: [['2026-11-21T00:00:00Z', 22.5], ['2026-11-20T00:00:00Z', 22.5]]
+  })
+  t.type(res.json().component_id, 'number')
+  const hourly = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_key=t&rollup=1h&function=max&from=2026-11-20T00:30:00Z&to=2026-11-20T03:00:00Z` })).json()
+  t.same(hourly.readings, [['2026-11-20T03:00:00Z', 20], ['2026-11-20T02:00:00Z', 25], ['2026-11-20T01:00:00Z', 25], ['2026-11-20T00:00:00Z', 25]])
+  t.equal(hourly.sample_size, 1 + 6 + 6 + 3)
+  const counts = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=56&rollup=1w&function=count&from=2026-11-01&to=2026-11-30` })).json()
+  t.same(counts.readings, [['2026-11-16T00:00:00Z', 288]], 'weeks start on Monday')
+  const raw = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=0s&from=2026-11-21T23:40:00Z&to=2026-11-22T00:00:00Z` })).json()
+  t.same(raw.readings, [['2026-11-21T23:50:00Z', 25], ['2026-11-21T23:40:00Z', 24]])
+})
+
+t.test('all_intervals fills every bucket of the range with null where empty', async (t) => {
+  const { app, device } = await seeded(t)
+  const res = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&from=2026-11-18&to=2026-11-22T00:00:00Z&all_intervals=true` })).json()
+  t.same(res.readings.map((r: [string, unknown]) => r[0]), ['2026-11-22T00:00:00Z', '2026-11-21T00:00:00Z', '2026-11-20T00:00:00Z', '2026-11-19T00:00:00Z', '2026-11-18T00:00:00Z'])
+  t.same(res.readings.map((r: [string, unknown]) => r[1]), [null, 22.5, 22.5, null, null])
+})
+
+t.test('defaults: avg, and the six weeks before now', async (t) => {
+  const { app, device } = await seeded(t)
+  const res = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1M` })).json()
+  t.match(res, { function: 'avg', from: '2026-10-11T12:00:00Z', to: '2026-11-22T12:00:00Z', sample_size: 288, readings: [['2026-11-01T00:00:00Z', 22.5]] })
+})
+
+t.test('every from/to form real clients send', async (t) => {
+  const { app, device } = await seeded(t)
+  for (const from of ['2026-11-20T00:00:00.000Z', '2026-11-20 00:00:00+00:00', '2026-11-20 00:00:00 00:00', '2026-11-20', String(Date.UTC(2026, 10, 20) / 1000), '2026-11-20T01:00:00%2B01:00']) {
+    const res = await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&function=count&from=${from.replace(/ /g, '%20')}&to=2026-11-20T23:59:59Z` })
+    t.equal(res.statusCode, 200, from)
+    t.same(res.json().readings, [['2026-11-20T00:00:00Z', 144]], from)
+  }
+})
+
+t.test('bad parameters are 4xx with the error body', async (t) => {
+  const { app, device } = await seeded(t)
+  const cases: [string, number, RegExp][] = [
+    ['rollup=1h', 400, /sensor_key OR sensor_id/],
+    ['sensor_id=55', 400, /rollup/],
+    ['sensor_id=55&rollup=None', 400, /rollup/],
+    ['sensor_id=55&rollup=5x', 400, /rollup/],
+    ['sensor_id=55&rollup=1h&function=median', 400, /function/],
+    ['sensor_id=55&rollup=1h&from=2020-15', 400, /from parameter/],
+    ['sensor_id=55&rollup=1h&to=yesterday', 400, /to parameter/],
+    ['sensor_id=55&rollup=1h&from=2026-11-21&to=2026-11-20', 400, /after/],
+    ['sensor_id=abc&rollup=1h', 400, /sensor_id/],
+    ['sensor_id=999999&rollup=1h', 404, /Sensor/],
+    ['sensor_id=55&rollup=1s&from=2020-01-01&to=2026-11-21&all_intervals=true', 400, /narrow|larger rollup/],
+    ['sensor_id=55&rollup=1ms&from=2026-11-20&to=2026-11-22', 400, /larger rollup/]
+  ]
+  for (const [query, status, message] of cases) {
+    const res = await app.inject({ url: `/v0/devices/${device}/readings?${query}` })
+    t.equal(res.statusCode, status, query)
+    t.match(res.json(), { id: String, message }, query)
+  }
+  t.equal((await app.inject({ url: '/v0/devices/999999/readings?sensor_id=55&rollup=1h' })).statusCode, 404)
+  const empty = await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=10&rollup=1h` })
+  t.equal(empty.statusCode, 200)
+  t.same(empty.json().readings, [], 'a sensor without data is an empty list')
+})
+
+t.test('readings of a private device: owner and admins only', async (t) => {
+  const harness = await seeded(t, { isPrivate: true })
+  const other = await signUp(harness.app)
+  const admin = await signUpAs(harness, 'admin')
+  const url = `/v0/devices/${harness.device}/readings?sensor_id=55&rollup=1d&from=2026-11-20`
+  t.equal((await harness.app.inject({ url })).statusCode, 403)
+  t.equal((await harness.app.inject({ url, headers: bearer(other.token) })).statusCode, 403)
+  t.equal((await harness.app.inject({ url, headers: bearer(harness.owner.token) })).statusCode, 200)
+  t.equal((await harness.app.inject({ url, headers: bearer(admin.token) })).statusCode, 200)
+})
