@@ -1,10 +1,10 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { bearer, signUp, signUpAs } from '../../../test/helpers/api.js'
 import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
 
 const NOW = new Date('2026-11-22T12:00:00Z')
 
-async function seeded (t: Parameters<typeof buildPlatform>[0], options: { isPrivate?: boolean } = {}) {
+async function seeded (t: Test, options: { isPrivate?: boolean } = {}) {
   const harness = await buildPlatform(t, { clock: () => NOW })
   const owner = await signUp(harness.app)
   const device = await makeDevice(harness.database, owner.id, { kitId: 26, isPrivate: options.isPrivate ?? false })
