@@ -26,6 +26,9 @@ export const OLDEST_READING = new Date('1990-01-01T00:00:00Z')
 export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) => {
   const clock = deps.clock ?? systemClock
   const engine = await loadEngine(postgresRunner(deps.database.sql))
+  // Partitions for the coming months exist before any device needs them (native engine).
+  const now = clock().getTime()
+  await engine.prepare(postgresRunner(deps.database.sql), [0, 1, 2, 3].map((m) => new Date(now + m * 31 * 24 * 3600 * 1000)))
   const ctx: IngestRouteContext = {
     database: deps.database,
     clock,

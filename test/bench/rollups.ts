@@ -1,0 +1,77 @@
+import { ingestReadings, rollupFunctions } from '@esp/domain'
+import { loadEngine, postgresRunner } from '@esp/db'
+import { makeDevices, type BenchPlatform } from './setup.js'
+import { percentile, progress, round, timeRuns } from './stats.js'
+
+export interface RollupFigure { rollup: string, range: string, fn: string, p50: number, p95: number }
+export interface RollupFigures {
+  values: number
+  loadValuesPerSecond: number
+  queries: RollupFigure[]
+  raw1dP50: number
+  http1dAvgP50: number
+  speedup1d: number
+}
+
+const MINUTE = 60_000
+
+/**
+ * Case 3: a sensor with a year of 1-minute readings (written through the write path, so tiers
+ * fill as in use); rollups through HTTP, p50 and p95; and the same daily aggregation in plain SQL
+ * over the raw rows, timed the same way, for the speed-up.
+ */
+export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<RollupFigures> {
+  const [device = 0] = await makeDevices(p.database, p.userId, 1)
+  const days = quick ? 14 : 365
+  const end = Date.UTC(2026, 10, 1)
+  const start = end - days * 24 * 60 * MINUTE
+  const total = days * 24 * 60
+  const engine = await loadEngine(postgresRunner(p.database.sql))
+  const ctx = { database: p.database, engine, now: () => new Date(end + MINUTE), limits: { maxValues: 1_000_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
+  progress(`rollups: loading ${total} readings`)
+  const t0 = performance.now()
+  const batch = 50_000
+  for (let i = 0; i < total; i += batch) {
+    const data = Array.from({ length: Math.min(batch, total - i) }, (_, k) => ({
+      recorded_at: new Date(start + (i + k) * MINUTE).toISOString(),
+      sensors: [{ id: 58, value: 101325 + 50 * Math.sin((i + k) / 1440) + ((i + k) % 7) * 0.01 }]
+    }))
+    await ingestReadings(ctx, { id: device, kitId: 26 }, data)
+  }
+  const loadSeconds = (performance.now() - t0) / 1000
+  await p.database.sql`analyze readings`
+
+  const runs = quick ? 10 : 60
+  const get = async (query: string): Promise<void> => {
+    const res = await fetch(`${p.base}/v0/devices/${device}/readings?sensor_id=58&${query}`)
+    if (res.status !== 200) throw new Error(`${query}: ${res.status} ${await res.text()}`)
+    await res.arrayBuffer()
+  }
+  const yearFrom = new Date(start).toISOString()
+  const to = new Date(end).toISOString()
+  const monthFrom = new Date(end - 30 * 24 * 60 * MINUTE).toISOString()
+  const queries: RollupFigure[] = []
+  for (const [rollup, from, range] of [['1d', yearFrom, `${days} days`], ['1h', monthFrom, '30 days'], ['7m', monthFrom, '30 days'], ['1w', monthFrom, '30 days'], ['1M', monthFrom, '30 days']] as const) {
+    for (const fn of rollupFunctions) {
+      const times = await timeRuns(runs, 3, async () => { await get(`rollup=${rollup}&function=${fn}&from=${from}&to=${to}`) })
+      queries.push({ rollup, range, fn, p50: round(percentile(times, 50)), p95: round(percentile(times, 95)) })
+    }
+    progress(`rollups: ${rollup} done`)
+  }
+  const rawTimes = await timeRuns(quick ? 5 : 20, 2, async () => {
+    await p.database.sql`
+      select date_bin('1 day', recorded_at, '1970-01-01'), avg(value) from readings
+      where device_id = ${device} and sensor_id = 58 and recorded_at >= ${yearFrom} and recorded_at <= ${to}
+      group by 1 order by 1 desc`
+  })
+  const raw1dP50 = percentile(rawTimes, 50)
+  const http1dAvgP50 = queries.find((q) => q.rollup === '1d' && q.fn === 'avg')?.p50 ?? NaN
+  return {
+    values: total,
+    loadValuesPerSecond: Math.round(total / loadSeconds),
+    queries,
+    raw1dP50: round(raw1dP50),
+    http1dAvgP50,
+    speedup1d: round(raw1dP50 / http1dAvgP50, 1)
+  }
+}

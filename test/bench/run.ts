@@ -1,0 +1,70 @@
+/**
+ * `pnpm bench [ingest|rollups] [--quick]`: every figure next to a baseline measured in the same
+ * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
+ * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { benchIngest, type IngestFigures } from './ingest.js'
+import { benchRollups, type RollupFigures } from './rollups.js'
+import { startPlatform } from './setup.js'
+import { progress } from './stats.js'
+
+const args = process.argv.slice(2)
+const quick = args.includes('--quick')
+const cases = args.filter((a) => !a.startsWith('--'))
+const wanted = (name: string): boolean => cases.length === 0 || cases.includes(name)
+const root = path.resolve(import.meta.dirname, '..', '..')
+
+const platform = await startPlatform(process.env.DATABASE_URL)
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, rollups?: RollupFigures } = {
+  machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  quick,
+  at: new Date().toISOString()
+}
+try {
+  if (wanted('ingest')) results.ingest = await benchIngest(platform, quick)
+  if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
+} finally {
+  await platform.close()
+}
+
+const meets = (ok: boolean): string => ok ? 'yes' : '**no**'
+const lines = [
+  '# Benchmarks',
+  '',
+  `Measured ${results.at} on ${results.machine}${quick ? ' (--quick sizes: not figures)' : ''}, with \`pnpm bench\`.`,
+  'Each figure stands next to a baseline measured in the same run on the same database.',
+  ''
+]
+if (results.ingest !== undefined) {
+  const i = results.ingest
+  lines.push('## HTTP ingest (case 1)', '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| ${i.batch500.devices} devices posting batches of 500, ack after commit | ${i.batch500.valuesPerSecond} readings/s | COPY ${i.copy.rowsPerSecond} rows/s | ${i.ratioToCopy} | >= 0.5 | ${meets(i.ratioToCopy >= 0.5)} |`,
+    `| ${i.kit12.devices} kits posting one timestamp of 12 sensors | ${i.kit12.postsPerSecond} posts/s, ${i.kit12.valuesPerSecond} readings/s | | | | |`, '')
+}
+if (results.rollups !== undefined) {
+  const r = results.rollups
+  lines.push('## Rollup queries (case 3)', '',
+    `${r.values} one-minute readings of one sensor, loaded through the write path at ${r.loadValuesPerSecond} readings/s.`, '',
+    `| rollup | range | ${['avg', 'max', 'min', 'sum', 'count', 'dev', 'first', 'last'].map((f) => `${f} p50/p95 ms`).join(' | ')} |`,
+    `|---|---|${'---|'.repeat(8)}`)
+  for (const rollup of ['1d', '1h', '7m', '1w', '1M']) {
+    const row = r.queries.filter((q) => q.rollup === rollup)
+    lines.push(`| ${rollup} | ${row[0]?.range ?? ''} | ${row.map((q) => `${q.p50} / ${q.p95}`).join(' | ')} |`)
+  }
+  const worstP95 = Math.max(...r.queries.filter((q) => q.rollup !== '1d').map((q) => q.p95))
+  lines.push('',
+    '| target | figure | met |', '|---|---|---|',
+    `| 1d over the year, p50 <= 3 ms | ${r.http1dAvgP50} ms (avg) | ${meets(r.http1dAvgP50 <= 3)} |`,
+    `| any rollup over a month, p95 <= 20 ms | worst ${worstP95} ms | ${meets(worstP95 <= 20)} |`,
+    `| >= 50x over the same aggregation in SQL over raw rows | ${r.speedup1d}x (raw ${r.raw1dP50} ms p50) | ${meets(r.speedup1d >= 50)} |`, '')
+}
+mkdirSync(path.join(root, 'docs'), { recursive: true })
+const suffix = quick ? '.quick' : ''
+writeFileSync(path.join(root, 'docs', `benchmarks${suffix}.json`), `${JSON.stringify(results, null, 2)}\n`)
+writeFileSync(path.join(root, 'docs', `benchmarks${suffix}.md`), `${lines.join('\n')}\n`)
+progress(`wrote docs/benchmarks${suffix}.md`)
+console.log(lines.join('\n'))

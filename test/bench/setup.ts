@@ -1,0 +1,76 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { apiService } from '@esp/api'
+import { createDatabase, type Database, migrateDatabase, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
+import { systemClock } from '@esp/domain'
+import { buildServer } from '@esp/http'
+import { ingestService } from '@esp/ingest'
+import { progress } from './stats.js'
+
+export interface BenchPlatform {
+  database: Database
+  app: FastifyInstance
+  base: string
+  token: string
+  userId: number
+  close: () => Promise<void>
+}
+
+/**
+ * The platform as `pnpm start` runs it (api and ingest on one server, real HTTP on loopback), on
+ * the embedded PostgreSQL (durable, as in use) or DATABASE_URL, in a database of its own.
+ */
+export async function startPlatform (externalUrl: string | undefined): Promise<BenchPlatform> {
+  let dir: string | undefined
+  let stop: (() => Promise<void>) | undefined
+  let url: string
+  const name = `esp_bench_${process.pid}`
+  if (externalUrl === undefined || externalUrl === '') {
+    dir = mkdtempSync(path.join(tmpdir(), 'esp-bench-'))
+    chmodSync(dir, 0o755)
+    progress('starting the embedded PostgreSQL')
+    const server = await startEmbeddedPostgres({ dataDir: dir })
+    stop = server.stop
+    await ensureDatabase(server.adminUrl, name)
+    url = server.url.replace(/\/esp$/, `/${name}`)
+  } else {
+    const admin = new URL(externalUrl)
+    await ensureDatabase(externalUrl, name)
+    admin.pathname = `/${name}`
+    url = admin.toString()
+  }
+  await migrateDatabase(url)
+  const database = createDatabase(url, { max: 20, applicationName: 'esp-bench' })
+  await seedCatalogue(database.sql)
+  const app = await buildServer({
+    title: 'bench', logLevel: 'warn', bodyLimit: 50 * 1024 * 1024, trustProxy: false, publicUrl: undefined, vendor: 'smartcitizen', versionGit: 'bench',
+    ready: async () => null, auth: { db: database.db, jwtSecret: 'bench-secret-bench-secret-bench-secret!!', clock: systemClock }
+  })
+  await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x' })
+  await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400 })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  const base = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  // An admin is not rate limited (contract: Limits), as a fleet operator's account would be.
+  await fetch(`${base}/v0/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bench', email: 'bench@example.org', password: 'bench password' }) })
+  const [user] = await database.sql<{ id: number }[]>`update users set role = 'admin' where username = 'bench' returning id`
+  const session = await fetch(`${base}/v0/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bench', password: 'bench password' }) })
+  const { access_token: token } = await session.json() as { access_token: string }
+  return {
+    database, app, base, token, userId: user?.id ?? 0,
+    close: async () => {
+      await app.close()
+      await database.close()
+      await stop?.()
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+export async function makeDevices (database: Database, ownerId: number, count: number): Promise<number[]> {
+  const rows = await database.sql<{ id: number }[]>`
+    insert into devices (owner_id, name, kit_id) select ${ownerId}, 'bench ' || g, 26 from generate_series(1, ${count}) g returning id`
+  return rows.map((r) => r.id)
+}

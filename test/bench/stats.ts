@@ -1,0 +1,24 @@
+/** Percentile of a sample (nearest rank). */
+export function percentile (values: number[], p: number): number {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN
+}
+
+export const round = (value: number, digits = 2): number => Number(value.toFixed(digits))
+
+export function progress (message: string): void {
+  process.stderr.write(`[bench] ${message}\n`)
+}
+
+/** Times `fn` `runs` times after `warmup` runs; milliseconds per run. */
+export async function timeRuns (runs: number, warmup: number, fn: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await fn()
+  const times: number[] = []
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now()
+    await fn()
+    times.push(performance.now() - start)
+  }
+  return times
+}
