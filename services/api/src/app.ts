@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Database } from '@esp/db'
+import { type Database, postgresRunner } from '@esp/db'
 import { type Clock, DeviceSummary, ensureAdmin, systemClock, UploadStore, User } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
@@ -41,6 +41,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
 
   const ctx: ApiContext = {
     database: deps.database,
+    history: postgresRunner(deps.database.sql),
     send: async (tx, key, payload) => { await sendJob(boss, tx, key, payload) },
     clock: deps.clock ?? systemClock,
     uploads: new UploadStore(path.join(path.resolve(deps.dataDir), 'uploads')),

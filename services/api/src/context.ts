@@ -1,9 +1,11 @@
-import type { Database } from '@esp/db'
+import type { Database, Runner } from '@esp/db'
 import type { Clock, JobSender, UploadStore } from '@esp/domain'
 
 /** What every api route plugin gets: no globals, so tests build it with their own database and clock. */
 export interface ApiContext {
   database: Database
+  /** the time-series read path's runner on the same pool */
+  history: Runner
   send: JobSender
   clock: Clock
   uploads: UploadStore

@@ -1,4 +1,4 @@
-import { type Database, postgresRunner, rawPoints, rawStates, readingSpan, type StateRow, tierStates, TIERS } from '@esp/db'
+import { rawPoints, rawStates, readingSpan, type Runner, type StateRow, tierStates, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
@@ -16,7 +16,8 @@ export interface HistoryParams {
   all_intervals?: string | undefined
 }
 
-export interface HistoryContext { database: Database, now: () => Date, maxBuckets: number }
+/** Queries run through a Runner, so the same code serves postgres.js and PGlite (TimescaleDB) alike. */
+export interface HistoryContext { runner: Runner, now: () => Date, maxBuckets: number }
 
 export interface HistoryResult {
   device_id: number
@@ -53,19 +54,19 @@ function toState (row: StateRow): AggregateState {
   }
 }
 
-async function resolveSensor (database: Database, deviceId: number, kitId: number | null, params: HistoryParams) {
+async function resolveSensor (runner: Runner, deviceId: number, kitId: number | null, params: HistoryParams) {
   const byId = params.sensor_id !== undefined && params.sensor_id !== ''
   if (byId && !/^\d{1,9}$/.test(params.sensor_id ?? '')) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
   const id = byId ? Number(params.sensor_id) : null
   const key = byId ? null : (params.sensor_key ?? '').trim()
-  const [row] = await database.sql<{ id: number, key: string | null, component_id: number | null }[]>`
+  const [row] = await runner.query<{ id: number, key: string | null, component_id: number | null }>(`
     select s.id, coalesce(ks.key, c.key, s.default_key) as key, c.id as component_id
     from sensors s
-    left join components c on c.sensor_id = s.id and c.device_id = ${deviceId}
-    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = ${kitId}
-    where ${id === null ? database.sql`(ks.key = ${key} or s.default_key = ${key})` : database.sql`s.id = ${id}`}
+    left join components c on c.sensor_id = s.id and c.device_id = $1
+    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = $2
+    where (s.id = $3::int) or ($3::int is null and (ks.key = $4 or s.default_key = $4))
     order by (ks.key is not null) desc, (c.id is not null) desc, s.id
-    limit 1`
+    limit 1`, [deviceId, kitId, id, key])
   if (row === undefined) throw errors.notFound('Sensor', id ?? key ?? '')
   return row
 }
@@ -86,8 +87,8 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   if (from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
   // Raw readings have no buckets to fill; their bound is the number of points.
   const allIntervals = !rollup.raw && (params.all_intervals === 'true' || params.all_intervals === '1')
-  const sensor = await resolveSensor(ctx.database, device.id, device.kitId, params)
-  const runner = postgresRunner(ctx.database.sql)
+  const runner = ctx.runner
+  const sensor = await resolveSensor(runner, device.id, device.kitId, params)
   const until = new Date(to.getTime() + 1)
   const base = { deviceId: device.id, sensorId: sensor.id }
   const result = (readings: [string, number | null][], sampleSize: number): HistoryResult => ({

@@ -46,6 +46,6 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
   }, async (request) => {
     const device = await findActiveDevice(ctx.database.db, request.params.device_id)
     assertCanSee(request.viewer, device)
-    return await readingsHistory({ database: ctx.database, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, { id: device.id, kitId: device.kitId }, request.query)
+    return await readingsHistory({ runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, { id: device.id, kitId: device.kitId }, request.query)
   })
 }
