@@ -1,4 +1,4 @@
-import { ingestReadings, rollupFunctions } from '@esp/domain'
+import { ingestReadings, ReadingsWriter, rollupFunctions } from '@esp/domain'
 import { loadEngine, postgresRunner } from '@esp/db'
 import { makeDevices, type BenchPlatform } from './setup.js'
 import { percentile, progress, round, timeRuns } from './stats.js'
@@ -27,7 +27,7 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
   const start = end - days * 24 * 60 * MINUTE
   const total = days * 24 * 60
   const engine = await loadEngine(postgresRunner(p.database.sql))
-  const ctx = { database: p.database, engine, now: () => new Date(end + MINUTE), limits: { maxValues: 1_000_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
+  const ctx = { database: p.database, writer: new ReadingsWriter(p.database, engine), now: () => new Date(end + MINUTE), limits: { maxValues: 1_000_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
   progress(`rollups: loading ${total} readings`)
   const t0 = performance.now()
   const batch = 50_000

@@ -23,5 +23,6 @@ export { stateOf, mergeStates, finalize, referenceAggregate, rollupFunctions, is
 export { compileCalibration, calibrationFor } from './readings/calibration.js'
 export { parseBatch, countValues, type BatchLimits, type PostedValue } from './readings/batch.js'
 export { ingestReadings, tooManyValues, type IngestContext, type IngestDevice } from './readings/ingest.js'
+export { ReadingsWriter, type WriterOptions } from './readings/writer.js'
 export { planSegments, tierServes, type Segment } from './readings/planner.js'
 export { readingsHistory, DEFAULT_WINDOW_MS, type HistoryParams, type HistoryContext, type HistoryResult } from './readings/history.js'

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { type Clock, systemClock } from '@esp/domain'
+import { type Clock, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import type { IngestRouteContext } from './context.js'
 import { legacyRoutes } from './routes/v0/legacy.js'
@@ -34,7 +34,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
     clock,
     ingest: {
       database: deps.database,
-      engine,
+      writer: new ReadingsWriter(deps.database, engine),
       now: clock,
       limits: { maxValues: deps.maxValues, maxFutureMs: deps.maxFutureSeconds * 1000, minTime: OLDEST_READING }
     }

@@ -108,10 +108,10 @@ t.test('the refresh policies, run by hand, take in writes older than any window'
     for (const tier of TIERS) out.push(...(await tierStates(runner, tier, { deviceId, sensorId: 101, from: new Date(at - DAY), until: new Date(at + DAY) })).map((s) => s.sum))
     return out
   }
-  await writeReadings(runner, engine, deviceId, [row(0, 1), row(60_000, 2)])
+  await writeReadings(runner, engine, [row(0, 1), row(60_000, 2)])
   await runJobs()
   t.same(await sums(), [3, 3])
-  await writeReadings(runner, engine, deviceId, [row(120_000, 4)])
+  await writeReadings(runner, engine, [row(120_000, 4)])
   t.same(await sums(), [3, 3], 'below the watermark a tier serves what was materialized')
   await runJobs()
   t.same(await sums(), [7, 7], 'a backlog years old reaches both tiers at the next policy run')
@@ -180,7 +180,7 @@ t.test('property: both tiers equal the reference folded from the first-written r
     }
     for (const [phase, batches] of phases.entries()) {
       for (const batch of batches) {
-        const result = await writeReadings(runner, engine, deviceId, batch)
+        const result = await writeReadings(runner, engine, batch)
         let fresh = 0
         for (const row of batch) {
           const key = `${row.sensorId}:${row.recordedAt.getTime()}`
@@ -203,7 +203,7 @@ t.test('1000 values of 101325 ± 0.01 in one hour keep their deviation', async (
   // Alternating ±0.01: the sample deviation is 0.01 · sqrt(1000/999), about 0.0100050.
   const values = Array.from({ length: 1000 }, (_, i) => i % 2 === 0 ? 101325.01 : 101324.99)
   const rows = values.map((value, i): ReadingRow => ({ deviceId, sensorId: 102, recordedAt: new Date(at + i * 3600), value, rawValue: value }))
-  await writeReadings(runner, engine, deviceId, rows)
+  await writeReadings(runner, engine, rows)
   // Two-pass reference on the same doubles: the stored values are not exactly ±0.01 apart.
   const mean = values.reduce((s, v) => s + v, 0) / values.length
   const expected = Math.sqrt(values.reduce((s, v) => s + (v - mean) ** 2, 0) / (values.length - 1))

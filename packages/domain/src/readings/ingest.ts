@@ -1,11 +1,13 @@
-import { type Database, inTransaction, postgresRunner, type ReadingRow, type TimeSeriesEngine, writeReadings, type WriteResult } from '@esp/db'
+import type { Database, ReadingRow, WriteResult } from '@esp/db'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import { type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type PostedValue } from './batch.js'
 import { calibrationFor } from './calibration.js'
+import type { ReadingsWriter } from './writer.js'
 
 export interface IngestContext {
   database: Database
-  engine: TimeSeriesEngine
+  /** group commit of all writes of this process */
+  writer: ReadingsWriter
   limits: BatchLimits
   now: () => Date
 }
@@ -71,7 +73,6 @@ export async function ingestReadings (ctx: IngestContext, device: IngestDevice, 
     rows.push({ deviceId: device.id, sensorId: sensor.id, recordedAt: value.recordedAt, value: calibrated, rawValue: value.raw })
   }
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems as FieldErrors)
-  await ctx.engine.prepare(postgresRunner(ctx.database.sql), rows.map((r) => r.recordedAt))
-  const result = await inTransaction(ctx.database, async (tx) => await writeReadings(postgresRunner(tx.sql), ctx.engine, device.id, rows))
+  const result = await ctx.writer.write(rows)
   return { ...result, duplicates: result.duplicates + batchDuplicates, batchDuplicates }
 }

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { loadEngine, postgresRunner } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { ingestReadings, parseRollup, readingsHistory, referenceAggregate } from '@esp/domain'
+import { ingestReadings, parseRollup, ReadingsWriter, readingsHistory, referenceAggregate } from '@esp/domain'
 import { checkConformance } from './conformance.js'
 
 /**
@@ -18,7 +18,7 @@ t.test('native engine = reference, for every function and rollup', async (t) => 
   const engine = await loadEngine(postgresRunner(database.sql))
   t.equal(engine.name, 'native')
   const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('conformance', 'c@example.org') returning id`
-  const ctx = { database, engine, now: () => new Date(START + SPAN + 86_400_000), limits: { maxValues: 100_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
+  const ctx = { database, writer: new ReadingsWriter(database, engine), now: () => new Date(START + SPAN + 86_400_000), limits: { maxValues: 100_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
   const runs = await checkConformance({
     runner: postgresRunner(database.sql),
     newDevice: async () => (await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'c') returning id`)[0]?.id ?? 0,
@@ -38,7 +38,7 @@ t.test('the deviation of 101325 +- 0.01 survives every tier', async (t) => {
   const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'p') returning id`
   const values = Array.from({ length: 2000 }, (_, i) => 101325 + (i % 2 === 0 ? 0.01 : -0.01))
   const data = values.map((value, i) => ({ recorded_at: new Date(START + i * 60_000).toISOString(), sensors: [{ id: 58, value }] }))
-  const ctx = { database, engine, now: () => new Date(START + SPAN), limits: { maxValues: 100_000, maxFutureMs: 0, minTime: new Date(0) } }
+  const ctx = { database, writer: new ReadingsWriter(database, engine), now: () => new Date(START + SPAN), limits: { maxValues: 100_000, maxFutureMs: 0, minTime: new Date(0) } }
   await ingestReadings(ctx, { id: device?.id ?? 0, kitId: null }, data)
   const points = values.map((value, i) => ({ at: START + i * 60_000, value }))
   for (const rollup of ['1y', '1d', '1h', '7m']) {

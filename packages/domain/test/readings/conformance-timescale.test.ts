@@ -26,7 +26,7 @@ t.test('timescale engine = reference, for every function and rollup', async (t) 
         .map((e) => ({ deviceId, sensorId: e.sensor, recordedAt: new Date(e.at), value: e.value, rawValue: e.value }))
       await runner.query('begin')
       try {
-        await writeReadings(runner, timescaleEngine(), deviceId, rows)
+        await writeReadings(runner, timescaleEngine(), rows)
         await runner.query('commit')
       } catch (err) {
         await runner.query('rollback')
