@@ -3,7 +3,7 @@ export { nativeEngine } from './native.js'
 export { timescaleEngine } from './timescale.js'
 export { writeReadings, readingKey, type WriteResult } from './writes.js'
 export { tierStates, rawStates, rawPoints, readingSpan, type StateRow, type StateQuery } from './reads.js'
-export { aggregateByBucket, type AggregateRow } from './states.js'
+export { aggregateByBucket, addValue, mergeStates, stateOf, type AggregateRow, type AggregateState } from './states.js'
 
 import { engineName, type Runner, type TimeSeriesEngine } from './engine.js'
 import { nativeEngine } from './native.js'

@@ -37,19 +37,23 @@ export async function tierStates (runner: Runner, tier: Tier, q: StateQuery): Pr
 }
 
 /**
- * States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`. var_pop is
- * PostgreSQL's numerically stable (Youngs-Cramer) variance; first and last cost a sort per bucket,
- * so they are computed only when asked for.
+ * States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`, with only the
+ * columns the function needs (this path serves fine rollups over many rows; a wider state costs
+ * every row more). var_pop is PostgreSQL's numerically stable (Youngs-Cramer) variance.
  */
-export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, firstLast: boolean }): Promise<StateRow[]> {
-  const edges = q.firstLast
-    ? `min(recorded_at) as first_at, (array_agg(value order by recorded_at))[1] as first_val,
-       max(recorded_at) as last_at, (array_agg(value order by recorded_at desc))[1] as last_val`
-    : 'null::timestamptz as first_at, null::float8 as first_val, null::timestamptz as last_at, null::float8 as last_val'
+export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, fn: string }): Promise<StateRow[]> {
+  const need = (...fns: string[]): boolean => fns.includes(q.fn)
+  const columns = [
+    'count(value)::float8 as count',
+    need('dev') ? 'avg(value) as mean, coalesce(var_pop(value) * count(value), 0) as m2' : '0::float8 as mean, 0::float8 as m2',
+    need('avg', 'sum') ? 'sum(value) as sum' : '0::float8 as sum',
+    need('min') ? 'min(value) as min' : '0::float8 as min',
+    need('max') ? 'max(value) as max' : '0::float8 as max',
+    need('first') ? 'min(recorded_at) as first_at, (array_agg(value order by recorded_at))[1] as first_val' : 'null::timestamptz as first_at, null::float8 as first_val',
+    need('last') ? 'max(recorded_at) as last_at, (array_agg(value order by recorded_at desc))[1] as last_val' : 'null::timestamptz as last_at, null::float8 as last_val'
+  ]
   return normalize(await runner.query<StateRow>(`
-    select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket,
-      count(value)::float8 as count, avg(value) as mean, coalesce(var_pop(value) * count(value), 0) as m2,
-      sum(value) as sum, min(value) as min, max(value) as max, ${edges}
+    select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket, ${columns.join(', ')}
     from readings
     where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
     group by 1 order by 1`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin]))

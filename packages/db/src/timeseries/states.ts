@@ -1,20 +1,71 @@
 import type { ReadingRow } from './engine.js'
 
-/** Mergeable state of one bucket of one device and sensor (times in epoch ms). */
-export interface AggregateRow {
-  deviceId: number
-  sensorId: number
-  bucket: number
+/**
+ * A mergeable summary of the readings in one bucket, so that buckets can be computed in pieces
+ * (per partition, per pre-aggregated chunk) and combined in any order. The variance part follows
+ * Welford and Chan et al.: the naive sum of squares loses every significant digit for readings such
+ * as a pressure of 101325 ± 0.01 Pa.
+ */
+export interface AggregateState {
   count: number
   mean: number
+  /** sum of squared deviations from the mean */
   m2: number
   sum: number
   min: number
   max: number
+  /** epoch ms of the earliest reading */
   firstAt: number
   first: number
+  /** epoch ms of the latest reading */
   lastAt: number
   last: number
+}
+
+export function stateOf (at: number, value: number): AggregateState {
+  return { count: 1, mean: value, m2: 0, sum: value, min: value, max: value, firstAt: at, first: value, lastAt: at, last: value }
+}
+
+/** Chan et al.'s parallel combination. On equal times `a` keeps its first and last. */
+export function mergeStates (a: AggregateState, b: AggregateState): AggregateState {
+  if (b.count === 0) return a
+  if (a.count === 0) return b
+  const count = a.count + b.count
+  const delta = b.mean - a.mean
+  const takeFirstOfB = b.firstAt < a.firstAt
+  const takeLastOfB = b.lastAt > a.lastAt
+  return {
+    count,
+    mean: a.mean + delta * (b.count / count),
+    m2: a.m2 + b.m2 + delta * delta * (a.count * b.count / count),
+    sum: a.sum + b.sum,
+    min: Math.min(a.min, b.min),
+    max: Math.max(a.max, b.max),
+    firstAt: takeFirstOfB ? b.firstAt : a.firstAt,
+    first: takeFirstOfB ? b.first : a.first,
+    lastAt: takeLastOfB ? b.lastAt : a.lastAt,
+    last: takeLastOfB ? b.last : a.last
+  }
+}
+
+/** Welford's update of a state with one more reading. */
+export function addValue (s: AggregateState, at: number, v: number): void {
+  s.count += 1
+  const delta = v - s.mean
+  s.mean += delta / s.count
+  s.m2 += delta * (v - s.mean)
+  s.sum += v
+  if (v < s.min) s.min = v
+  if (v > s.max) s.max = v
+  if (at < s.firstAt) { s.firstAt = at; s.first = v }
+  if (at > s.lastAt) { s.lastAt = at; s.last = v }
+}
+
+/** Mergeable state of one bucket of one device and sensor (times in epoch ms). */
+export interface AggregateRow extends AggregateState {
+  deviceId: number
+  sensorId: number
+  bucket: number
 }
 
 /**
@@ -27,21 +78,9 @@ export function aggregateByBucket (rows: ReadingRow[], ms: number): AggregateRow
     const at = row.recordedAt.getTime()
     const bucket = Math.floor(at / ms) * ms
     const key = `${row.deviceId}:${row.sensorId}:${bucket}`
-    const v = row.value
-    const s = states.get(key)
-    if (s === undefined) {
-      states.set(key, { deviceId: row.deviceId, sensorId: row.sensorId, bucket, count: 1, mean: v, m2: 0, sum: v, min: v, max: v, firstAt: at, first: v, lastAt: at, last: v })
-      continue
-    }
-    s.count += 1
-    const delta = v - s.mean
-    s.mean += delta / s.count
-    s.m2 += delta * (v - s.mean)
-    s.sum += v
-    if (v < s.min) s.min = v
-    if (v > s.max) s.max = v
-    if (at < s.firstAt) { s.firstAt = at; s.first = v }
-    if (at > s.lastAt) { s.lastAt = at; s.last = v }
+    const state = states.get(key)
+    if (state === undefined) states.set(key, { deviceId: row.deviceId, sensorId: row.sensorId, bucket, ...stateOf(at, row.value) })
+    else addValue(state, at, row.value)
   }
   return [...states.values()].sort((a, b) => a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.bucket - b.bucket)
 }

@@ -1,26 +1,7 @@
+import { type AggregateState, mergeStates, stateOf } from '@esp/db'
 import { bucketStart, type Rollup } from './rollup.js'
 
-/**
- * A mergeable summary of the readings in one bucket, so that buckets can be computed in pieces
- * (per partition, per pre-aggregated chunk) and combined in any order. The variance part follows
- * Welford and Chan et al.: the naive sum of squares loses every significant digit for readings such
- * as a pressure of 101325 ± 0.01 Pa.
- */
-export interface AggregateState {
-  count: number
-  mean: number
-  /** sum of squared deviations from the mean */
-  m2: number
-  sum: number
-  min: number
-  max: number
-  /** epoch ms of the earliest reading */
-  firstAt: number
-  first: number
-  /** epoch ms of the latest reading */
-  lastAt: number
-  last: number
-}
+export { type AggregateState, mergeStates, stateOf }
 
 export type RollupFunction = 'avg' | 'max' | 'min' | 'sum' | 'count' | 'dev' | 'first' | 'last'
 
@@ -28,32 +9,6 @@ export const rollupFunctions: readonly RollupFunction[] = ['avg', 'max', 'min', 
 
 export function isRollupFunction (name: string): name is RollupFunction {
   return (rollupFunctions as readonly string[]).includes(name)
-}
-
-export function stateOf (at: number, value: number): AggregateState {
-  return { count: 1, mean: value, m2: 0, sum: value, min: value, max: value, firstAt: at, first: value, lastAt: at, last: value }
-}
-
-/** Chan et al.'s parallel combination. On equal times `a` keeps its first and last. */
-export function mergeStates (a: AggregateState, b: AggregateState): AggregateState {
-  if (b.count === 0) return a
-  if (a.count === 0) return b
-  const count = a.count + b.count
-  const delta = b.mean - a.mean
-  const takeFirstOfB = b.firstAt < a.firstAt
-  const takeLastOfB = b.lastAt > a.lastAt
-  return {
-    count,
-    mean: a.mean + delta * (b.count / count),
-    m2: a.m2 + b.m2 + delta * delta * (a.count * b.count / count),
-    sum: a.sum + b.sum,
-    min: Math.min(a.min, b.min),
-    max: Math.max(a.max, b.max),
-    firstAt: takeFirstOfB ? b.firstAt : a.firstAt,
-    first: takeFirstOfB ? b.first : a.first,
-    lastAt: takeLastOfB ? b.lastAt : a.lastAt,
-    last: takeLastOfB ? b.last : a.last
-  }
 }
 
 /** The value of `fn`; dev is the sample standard deviation, null below two readings (stddev_samp). */

@@ -96,18 +96,20 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
     rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: sampleSize, readings
   })
 
-  // The bucket bound applies to what can come back: the requested range clamped to the data.
-  const span = await readingSpan(runner, device.id, sensor.id)
+  // The bucket bound applies to what can come back: when the requested range alone exceeds it,
+  // the range is clamped to the sensor's data before refusing (the span costs two index probes,
+  // so it is only asked for then).
   if (allIntervals) {
     const count = countBuckets(from, to, rollup)
     if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
-  } else if (!rollup.raw && span.first !== null && span.last !== null) {
+  } else if (!rollup.raw && countBuckets(from, to, rollup) > ctx.maxBuckets) {
+    const span = await readingSpan(runner, device.id, sensor.id)
+    if (span.first === null || span.last === null) return result([], 0)
     const start = span.first > from ? span.first : from
     const end = span.last < to ? span.last : to
     const count = start <= end ? countBuckets(start, end, rollup) : 0
     if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
   }
-  if (span.first === null && !allIntervals) return result([], 0)
 
   if (rollup.raw) {
     const points = await rawPoints(runner, { ...base, from, until, limit: ctx.maxBuckets + 1 })
@@ -117,7 +119,6 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
 
   const sqlBins = rollupSql(rollup)
   const bin = sqlBins.kind === 'bin' ? { interval: sqlBins.interval, origin: sqlBins.origin } : HOUR
-  const firstLast = fn === 'first' || fn === 'last'
   const buckets = new Map<number, AggregateState>()
   const fold = (rows: StateRow[]): void => {
     for (const row of rows) {
@@ -131,7 +132,7 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   await Promise.all(planSegments(rollup, from, until, TIERS).map(async (segment) => {
     const q = { ...base, from: segment.from, until: segment.until }
     fold(segment.source === 'raw'
-      ? await rawStates(runner, { ...q, ...bin, firstLast })
+      ? await rawStates(runner, { ...q, ...bin, fn })
       : await tierStates(runner, segment.source, q))
   }))
 
