@@ -1,17 +1,20 @@
 import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
 
-/** Per-bucket mergeable state as the query layer reads it from raw rows or a tier. */
+/**
+ * Per-bucket mergeable state as the query layer reads it from raw rows or a tier. Times are epoch
+ * milliseconds: numbers cost nothing to read, where timestamps would be parsed row by row.
+ */
 export interface StateRow {
-  bucket: Date
+  bucket: number
   count: number
   mean: number
   m2: number
   sum: number
   min: number
   max: number
-  first_at: Date | null
+  first_at: number | null
   first_val: number | null
-  last_at: Date | null
+  last_at: number | null
   last_val: number | null
 }
 
@@ -24,16 +27,13 @@ export interface StateQuery {
 }
 
 /** Stored tier rows in [from, until): the planner only asks for tier-aligned ranges. */
-const normalize = (rows: StateRow[]): StateRow[] => rows.map((r) => ({
-  ...r, bucket: pgDate(r.bucket), first_at: pgDateOrNull(r.first_at), last_at: pgDateOrNull(r.last_at)
-}))
-
 export async function tierStates (runner: Runner, tier: Tier, q: StateQuery): Promise<StateRow[]> {
-  return normalize(await runner.query<StateRow>(`
-    select bucket, count::float8 as count, mean, m2, sum, min, max, first_at, first_val, last_at, last_val
+  return await runner.query<StateRow>(`
+    select (extract(epoch from bucket) * 1000)::float8 as bucket, count::float8 as count, mean, m2, sum, min, max,
+      (extract(epoch from first_at) * 1000)::float8 as first_at, first_val, (extract(epoch from last_at) * 1000)::float8 as last_at, last_val
     from ${tier.table}
     where device_id = $1 and sensor_id = $2 and bucket >= $3 and bucket < $4
-    order by bucket`, [q.deviceId, q.sensorId, q.from, q.until]))
+    order by bucket`, [q.deviceId, q.sensorId, q.from, q.until])
 }
 
 /**
@@ -49,14 +49,14 @@ export async function rawStates (runner: Runner, q: StateQuery & { interval: str
     need('avg', 'sum') ? 'sum(value) as sum' : '0::float8 as sum',
     need('min') ? 'min(value) as min' : '0::float8 as min',
     need('max') ? 'max(value) as max' : '0::float8 as max',
-    need('first') ? 'min(recorded_at) as first_at, (array_agg(value order by recorded_at))[1] as first_val' : 'null::timestamptz as first_at, null::float8 as first_val',
-    need('last') ? 'max(recorded_at) as last_at, (array_agg(value order by recorded_at desc))[1] as last_val' : 'null::timestamptz as last_at, null::float8 as last_val'
+    need('first') ? '(extract(epoch from min(recorded_at)) * 1000)::float8 as first_at, (array_agg(value order by recorded_at))[1] as first_val' : 'null::float8 as first_at, null::float8 as first_val',
+    need('last') ? '(extract(epoch from max(recorded_at)) * 1000)::float8 as last_at, (array_agg(value order by recorded_at desc))[1] as last_val' : 'null::float8 as last_at, null::float8 as last_val'
   ]
-  return normalize(await runner.query<StateRow>(`
-    select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket, ${columns.join(', ')}
+  return await runner.query<StateRow>(`
+    select (extract(epoch from date_bin($5::interval, recorded_at, $6::timestamptz)) * 1000)::float8 as bucket, ${columns.join(', ')}
     from readings
     where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
-    group by 1 order by 1`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin]))
+    group by 1 order by 1`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin])
 }
 
 /** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */

@@ -55,9 +55,9 @@ async function mismatch (tier: Tier, deviceId: number, sensorIds: number[], rows
       if (e === undefined) return 'unreachable'
       const where = `${tier.name} sensor ${sensorId} bucket ${new Date(e.bucket).toISOString()}`
       const exact: [string, unknown, unknown][] = [
-        ['bucket', g.bucket.getTime(), e.bucket], ['count', g.count, e.count], ['sum', g.sum, e.sum],
-        ['min', g.min, e.min], ['max', g.max, e.max], ['first_at', g.first_at?.getTime(), e.firstAt],
-        ['first_val', g.first_val, e.first], ['last_at', g.last_at?.getTime(), e.lastAt], ['last_val', g.last_val, e.last]
+        ['bucket', g.bucket, e.bucket], ['count', g.count, e.count], ['sum', g.sum, e.sum],
+        ['min', g.min, e.min], ['max', g.max, e.max], ['first_at', g.first_at, e.firstAt],
+        ['first_val', g.first_val, e.first], ['last_at', g.last_at, e.lastAt], ['last_val', g.last_val, e.last]
       ]
       for (const [name, a, b] of exact) if (a !== b) return `${where}: ${name} ${String(a)} instead of ${String(b)}`
       if (!close(g.mean, e.mean)) return `${where}: mean ${g.mean} instead of ${e.mean}`

@@ -49,8 +49,8 @@ const tooManyBuckets = (count: number, rollup: string, max: number): ApiError =>
 function toState (row: StateRow): AggregateState {
   return {
     count: row.count, mean: row.mean, m2: row.m2, sum: row.sum, min: row.min, max: row.max,
-    firstAt: row.first_at === null ? Infinity : new Date(row.first_at).getTime(), first: row.first_val ?? NaN,
-    lastAt: row.last_at === null ? -Infinity : new Date(row.last_at).getTime(), last: row.last_val ?? NaN
+    firstAt: row.first_at ?? Infinity, first: row.first_val ?? NaN,
+    lastAt: row.last_at ?? -Infinity, last: row.last_val ?? NaN
   }
 }
 
