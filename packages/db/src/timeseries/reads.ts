@@ -52,11 +52,15 @@ export async function rawStates (runner: Runner, q: StateQuery & { interval: str
     need('first') ? '(extract(epoch from min(recorded_at)) * 1000)::float8 as first_at, (array_agg(value order by recorded_at))[1] as first_val' : 'null::float8 as first_at, null::float8 as first_val',
     need('last') ? '(extract(epoch from max(recorded_at)) * 1000)::float8 as last_at, (array_agg(value order by recorded_at desc))[1] as last_val' : 'null::float8 as last_at, null::float8 as last_val'
   ]
+  // Grouped by the timestamp itself; only the result rows become epoch numbers (extract() is
+  // numeric arithmetic, far too slow to run once per raw row).
   return await runner.query<StateRow>(`
-    select (extract(epoch from date_bin($5::interval, recorded_at, $6::timestamptz)) * 1000)::float8 as bucket, ${columns.join(', ')}
-    from readings
-    where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
-    group by 1 order by 1`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin])
+    select (extract(epoch from s.bucket_at) * 1000)::float8 as bucket, s.* from (
+      select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket_at, ${columns.join(', ')}
+      from readings
+      where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
+      group by 1
+    ) as s`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin])
 }
 
 /** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */
