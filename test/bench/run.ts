@@ -3,7 +3,7 @@
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { benchIngest, type IngestFigures } from './ingest.js'
@@ -62,6 +62,7 @@ if (results.rollups !== undefined) {
     `| any rollup over a month, p95 <= 20 ms | worst ${worstP95} ms | ${meets(worstP95 <= 20)} |`,
     `| >= 50x over the same aggregation in SQL over raw rows | ${r.speedup1d}x (raw ${r.raw1dP50} ms p50) | ${meets(r.speedup1d >= 50)} |`, '')
 }
+lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })
 const suffix = quick ? '.quick' : ''
 writeFileSync(path.join(root, 'docs', `benchmarks${suffix}.json`), `${JSON.stringify(results, null, 2)}\n`)
