@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process'
+import path from 'node:path'
 import { makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
 
@@ -10,10 +12,15 @@ export interface IngestFigures {
 
 const SENSORS_12 = [10, 14, 53, 55, 56, 58, 87, 88, 89, 112, 113, 220]
 
-async function post (p: BenchPlatform, device: number, data: unknown): Promise<void> {
-  const res = await fetch(`${p.base}/v0/devices/${device}/readings`, { method: 'POST', headers: { authorization: `Bearer ${p.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ data }) })
-  if (res.status !== 200) throw new Error(`post failed: ${res.status} ${await res.text()}`)
-  await res.arrayBuffer()
+/** Runs the fleet simulator in a child process and returns its wall time in seconds. */
+async function fleet (p: BenchPlatform, devices: number[], batches: number, mode: 'batch500' | 'kit12', start: number): Promise<number> {
+  const args = JSON.stringify({ base: p.base, token: p.token, devices, batches, mode, start })
+  const child = spawn(process.execPath, [...process.execArgv, path.join(import.meta.dirname, 'fleet.ts'), args], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
+  const code = await new Promise<number | null>((resolve) => { child.on('exit', resolve) })
+  if (code !== 0) throw new Error(`the fleet simulator failed (${String(code)})`)
+  return (JSON.parse(out.trim().split('\n').pop() ?? '{}') as { seconds: number }).seconds
 }
 
 /**
@@ -27,29 +34,13 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
   const devices = await makeDevices(p.database, p.userId, deviceCount)
   const start = Date.UTC(2026, 0, 1)
   progress(`ingest: ${deviceCount} devices x ${batches} batches of 500`)
-  const t0 = performance.now()
-  await Promise.all(devices.map(async (device, d) => {
-    for (let b = 0; b < batches; b++) {
-      const data = Array.from({ length: 500 }, (_, i) => ({
-        recorded_at: new Date(start + (b * 500 + i) * 60_000).toISOString(),
-        sensors: [{ id: SENSORS_12[d % SENSORS_12.length] ?? 55, value: 20 + Math.sin(i) }]
-      }))
-      await post(p, device, data)
-    }
-  }))
-  const seconds = (performance.now() - t0) / 1000
+  const seconds = await fleet(p, devices, batches, 'batch500', start)
   const values = deviceCount * batches * 500
 
   const kits = await makeDevices(p.database, p.userId, deviceCount)
   const posts = quick ? 20 : 200
   progress(`ingest: ${deviceCount} kits x ${posts} posts of 12 sensors`)
-  const t1 = performance.now()
-  await Promise.all(kits.map(async (device) => {
-    for (let i = 0; i < posts; i++) {
-      await post(p, device, [{ recorded_at: new Date(start + i * 60_000).toISOString(), sensors: SENSORS_12.map((id) => ({ id, value: id + i / 10 })) }])
-    }
-  }))
-  const kitSeconds = (performance.now() - t1) / 1000
+  const kitSeconds = await fleet(p, kits, posts, 'kit12', start)
 
   progress(`ingest: COPY of ${values} rows`)
   const copyDevices = await makeDevices(p.database, p.userId, deviceCount)
