@@ -4,7 +4,7 @@ import {
   TIERS, aggregateByBucket, engineName, tierStates, timescaleEngine, writeReadings,
   type ReadingRow, type Runner, type Tier
 } from '../../src/timeseries/index.js'
-import { openTimescalePglite } from '../../src/timeseries/pglite.js'
+import { openTimescalePglite } from '@esp/db/testing/pglite'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR

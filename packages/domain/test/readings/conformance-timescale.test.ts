@@ -1,6 +1,6 @@
 import t from 'tap'
 import { timescaleEngine, writeReadings } from '@esp/db'
-import { openTimescalePglite } from '../../../db/src/timeseries/pglite.js'
+import { openTimescalePglite } from '@esp/db/testing/pglite'
 import { checkConformance } from './conformance.js'
 
 /**

@@ -3,7 +3,7 @@ import { timescaledb } from '@electric-sql/pglite/timescaledb'
 import { drizzle } from 'drizzle-orm/pglite'
 import { migrate } from 'drizzle-orm/pglite/migrator'
 import { migrationsFolder } from '../migrate.js'
-import type { Runner } from './engine.js'
+import type { Runner } from '../timeseries/engine.js'
 
 export interface TimescalePglite {
   db: PGlite
