@@ -54,7 +54,7 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
   const queries: RollupFigure[] = []
   for (const [rollup, from, range] of [['1d', yearFrom, `${days} days`], ['1h', monthFrom, '30 days'], ['7m', monthFrom, '30 days'], ['1w', monthFrom, '30 days'], ['1M', monthFrom, '30 days']] as const) {
     for (const fn of rollupFunctions) {
-      const times = await timeRuns(runs, 3, async () => { await get(`rollup=${rollup}&function=${fn}&from=${from}&to=${to}`) })
+      const times = await timeRuns(runs, 20, async () => { await get(`rollup=${rollup}&function=${fn}&from=${from}&to=${to}`) })
       queries.push({ rollup, range, fn, p50: round(percentile(times, 50)), p95: round(percentile(times, 95)) })
     }
     progress(`rollups: ${rollup} done`)

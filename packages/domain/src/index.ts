@@ -16,7 +16,7 @@ export { requestPasswordReset, userForResetToken, completePasswordReset, RESET_M
 export { systemTags, legacyStatus } from './devices/device-state.js'
 export { presentDeviceSummary, deviceSummariesByOwner } from './devices/device-summary.js'
 export { UploadStore, detectImageType, signUploadPolicy, verifyUploadPolicy, type UploadPolicy } from './storage/uploads.js'
-export { findActiveDevice, assertCanWrite, assertCanSee, ownsOrAdmin, type DeviceRow } from './devices/device-access.js'
+export { findActiveDevice, findDeviceAccess, assertCanWrite, assertCanSee, ownsOrAdmin, type DeviceRow, type DeviceAccess } from './devices/device-access.js'
 export { parseRollup, bucketStart, nextBucket, countBuckets, bucketStartsBetween, rollupSql, type Rollup, type RollupUnit } from './readings/rollup.js'
 export { parseTimeParam, parseRecordedAt } from './readings/time-params.js'
 export { stateOf, mergeStates, finalize, referenceAggregate, rollupFunctions, isRollupFunction, type AggregateState, type RollupFunction } from './readings/aggregate-state.js'

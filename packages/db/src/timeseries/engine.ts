@@ -63,9 +63,10 @@ export const asTextParams = (params: readonly unknown[]): unknown[] =>
   params.map((p) => Array.isArray(p) ? pgArrayLiteral(p) : p instanceof Date ? p.toISOString() : p)
 
 /** postgres.js as a Runner (a pool, a reserved connection or a transaction). */
-export function postgresRunner (sql: { unsafe: (text: string, params?: never[]) => PromiseLike<unknown> }): Runner {
+export function postgresRunner (sql: { unsafe: (text: string, params?: never[], options?: { prepare?: boolean }) => PromiseLike<unknown> }): Runner {
   return {
-    query: async <T extends object>(text: string, params: unknown[] = []) => await sql.unsafe(text, asTextParams(params) as never[]) as unknown as T[]
+    // Prepared: the time-series SQL is a handful of fixed texts, parsed and planned once per connection.
+    query: async <T extends object>(text: string, params: unknown[] = []) => await sql.unsafe(text, asTextParams(params) as never[], { prepare: true }) as unknown as T[]
   }
 }
 

@@ -27,10 +27,21 @@ export interface StateQuery {
 }
 
 /** Stored tier rows in [from, until): the planner only asks for tier-aligned ranges. */
-export async function tierStates (runner: Runner, tier: Tier, q: StateQuery): Promise<StateRow[]> {
+export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { fn?: string }): Promise<StateRow[]> {
+  // Only the state a function needs: a year of daily rows is read on every such request.
+  const all = q.fn === undefined
+  const need = (...fns: string[]): boolean => all || fns.includes(q.fn ?? '')
+  const columns = [
+    'count::float8 as count',
+    need('dev') ? 'mean, m2' : '0::float8 as mean, 0::float8 as m2',
+    need('avg', 'sum') ? 'sum' : '0::float8 as sum',
+    need('min') ? 'min' : '0::float8 as min',
+    need('max') ? 'max' : '0::float8 as max',
+    need('first') ? '(extract(epoch from first_at) * 1000)::float8 as first_at, first_val' : 'null::float8 as first_at, null::float8 as first_val',
+    need('last') ? '(extract(epoch from last_at) * 1000)::float8 as last_at, last_val' : 'null::float8 as last_at, null::float8 as last_val'
+  ]
   return await runner.query<StateRow>(`
-    select (extract(epoch from bucket) * 1000)::float8 as bucket, count::float8 as count, mean, m2, sum, min, max,
-      (extract(epoch from first_at) * 1000)::float8 as first_at, first_val, (extract(epoch from last_at) * 1000)::float8 as last_at, last_val
+    select (extract(epoch from bucket) * 1000)::float8 as bucket, ${columns.join(', ')}
     from ${tier.table}
     where device_id = $1 and sensor_id = $2 and bucket >= $3 and bucket < $4
     order by bucket`, [q.deviceId, q.sensorId, q.from, q.until])

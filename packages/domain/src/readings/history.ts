@@ -2,7 +2,7 @@ import { rawPoints, rawStates, readingSpan, type Runner, type StateRow, tierStat
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
-import { planSegments } from './planner.js'
+import { planSegments, type Segment } from './planner.js'
 import { bucketStart, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseTimeParam } from './time-params.js'
 
@@ -30,6 +30,26 @@ export interface HistoryResult {
   to: string
   sample_size: number
   readings: [string, number | null][]
+}
+
+/**
+ * Long raw segments are read in parallel pieces: a fine rollup over weeks aggregates tens of
+ * thousands of rows, and two connections use both cores. Buckets cut by a piece boundary are
+ * merged like any other partial states.
+ */
+const RAW_PIECE_MS = 7 * 24 * 3600 * 1000
+const RAW_PIECES_MAX = 4
+function splitRaw (segment: Segment): Segment[] {
+  if (segment.source !== 'raw') return [segment]
+  const length = segment.until.getTime() - segment.from.getTime()
+  const pieces = Math.min(RAW_PIECES_MAX, Math.ceil(length / RAW_PIECE_MS))
+  if (pieces <= 1) return [segment]
+  const step = Math.ceil(length / pieces)
+  return Array.from({ length: pieces }, (_, i) => ({
+    source: 'raw' as const,
+    from: new Date(segment.from.getTime() + i * step),
+    until: new Date(Math.min(segment.until.getTime(), segment.from.getTime() + (i + 1) * step))
+  }))
 }
 
 /** Without `from`, the window is the six weeks before `to` (behaviour.md §7). */
@@ -120,20 +140,20 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   const sqlBins = rollupSql(rollup)
   const bin = sqlBins.kind === 'bin' ? { interval: sqlBins.interval, origin: sqlBins.origin } : HOUR
   const buckets = new Map<number, AggregateState>()
-  const fold = (rows: StateRow[]): void => {
+  // Raw rows binned in SQL by the rollup itself are already keyed by their bucket.
+  const fold = (rows: StateRow[], binned: boolean): void => {
     for (const row of rows) {
       if (row.count === 0) continue
-      const key = bucketStart(new Date(row.bucket), rollup).getTime()
+      const key = binned ? row.bucket : bucketStart(new Date(row.bucket), rollup).getTime()
       const state = toState(row)
       const known = buckets.get(key)
       buckets.set(key, known === undefined ? state : mergeStates(known, state))
     }
   }
-  await Promise.all(planSegments(rollup, from, until, TIERS).map(async (segment) => {
+  await Promise.all(planSegments(rollup, from, until, TIERS).flatMap(splitRaw).map(async (segment) => {
     const q = { ...base, from: segment.from, until: segment.until }
-    fold(segment.source === 'raw'
-      ? await rawStates(runner, { ...q, ...bin, fn })
-      : await tierStates(runner, segment.source, q))
+    if (segment.source === 'raw') fold(await rawStates(runner, { ...q, ...bin, fn }), sqlBins.kind === 'bin')
+    else fold(await tierStates(runner, segment.source, { ...q, fn }), false)
   }))
 
   let sampleSize = 0

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { assertCanWrite, errors, findActiveDevice, ingestReadings } from '@esp/domain'
+import { assertCanWrite, errors, findDeviceAccess, ingestReadings } from '@esp/domain'
 import { errorResponses } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
@@ -31,7 +31,7 @@ export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteC
       response: { 200: Stored, ...errorResponses(400, 401, 403, 404, 413, 422, 429) }
     }
   }, async (request) => {
-    const device = await findActiveDevice(ctx.database.db, request.params.device_id)
+    const device = await findDeviceAccess(ctx.database.sql, request.params.device_id)
     assertCanWrite(request.viewer, device)
     if (request.body.data === undefined) throw errors.parameterMissing(['data'])
     const result = await ingestReadings(ctx.ingest, { id: device.id, kitId: device.kitId }, request.body.data)
