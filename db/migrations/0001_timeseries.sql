@@ -54,8 +54,7 @@ BEGIN
       value double precision,
       raw_value double precision,
       added_at timestamptz NOT NULL DEFAULT now(),
-      -- value rides in the key's index, so raw rollups scan the index alone (index-only scans).
-      PRIMARY KEY (device_id, sensor_id, recorded_at) INCLUDE (value)
+      PRIMARY KEY (device_id, sensor_id, recorded_at)
     ) PARTITION BY RANGE (recorded_at);
 
     CREATE TABLE readings_hourly (
