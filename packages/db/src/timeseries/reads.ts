@@ -26,48 +26,64 @@ export interface StateQuery {
   until: Date
 }
 
+/** The SQL of each part of a state, for one source (a tier's stored columns or raw aggregates). */
+interface StateSql { count: string, meanM2: string, sum: string, min: string, max: string, first: string, last: string }
+
+/**
+ * The select list of a state with only what `fn` needs (every function, when none is given); the
+ * parts it does not need are constants, which mergeStates and finalize then ignore. Both readers
+ * serve hot paths: a year of daily rows, or tens of thousands of raw rows, per request.
+ */
+function stateColumns (fn: string | undefined, sql: StateSql): string {
+  const need = (...fns: string[]): boolean => fn === undefined || fns.includes(fn)
+  return [
+    `${sql.count} as count`,
+    need('dev') ? sql.meanM2 : '0::float8 as mean, 0::float8 as m2',
+    need('avg', 'sum') ? `${sql.sum} as sum` : '0::float8 as sum',
+    need('min') ? `${sql.min} as min` : '0::float8 as min',
+    need('max') ? `${sql.max} as max` : '0::float8 as max',
+    need('first') ? sql.first : 'null::float8 as first_at, null::float8 as first_val',
+    need('last') ? sql.last : 'null::float8 as last_at, null::float8 as last_val'
+  ].join(', ')
+}
+
+const TIER_SQL: StateSql = {
+  count: 'count::float8',
+  meanM2: 'mean, m2',
+  sum: 'sum',
+  min: 'min',
+  max: 'max',
+  first: '(extract(epoch from first_at) * 1000)::float8 as first_at, first_val',
+  last: '(extract(epoch from last_at) * 1000)::float8 as last_at, last_val'
+}
+
+/** var_pop is PostgreSQL's numerically stable (Youngs-Cramer) variance. */
+const RAW_SQL: StateSql = {
+  count: 'count(value)::float8',
+  meanM2: 'avg(value) as mean, coalesce(var_pop(value) * count(value), 0) as m2',
+  sum: 'sum(value)',
+  min: 'min(value)',
+  max: 'max(value)',
+  first: '(extract(epoch from min(recorded_at)) * 1000)::float8 as first_at, (array_agg(value order by recorded_at))[1] as first_val',
+  last: '(extract(epoch from max(recorded_at)) * 1000)::float8 as last_at, (array_agg(value order by recorded_at desc))[1] as last_val'
+}
+
 /** Stored tier rows in [from, until): the planner only asks for tier-aligned ranges. */
 export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { fn?: string }): Promise<StateRow[]> {
-  // Only the state a function needs: a year of daily rows is read on every such request.
-  const all = q.fn === undefined
-  const need = (...fns: string[]): boolean => all || fns.includes(q.fn ?? '')
-  const columns = [
-    'count::float8 as count',
-    need('dev') ? 'mean, m2' : '0::float8 as mean, 0::float8 as m2',
-    need('avg', 'sum') ? 'sum' : '0::float8 as sum',
-    need('min') ? 'min' : '0::float8 as min',
-    need('max') ? 'max' : '0::float8 as max',
-    need('first') ? '(extract(epoch from first_at) * 1000)::float8 as first_at, first_val' : 'null::float8 as first_at, null::float8 as first_val',
-    need('last') ? '(extract(epoch from last_at) * 1000)::float8 as last_at, last_val' : 'null::float8 as last_at, null::float8 as last_val'
-  ]
   return await runner.query<StateRow>(`
-    select (extract(epoch from bucket) * 1000)::float8 as bucket, ${columns.join(', ')}
+    select (extract(epoch from bucket) * 1000)::float8 as bucket, ${stateColumns(q.fn, TIER_SQL)}
     from ${tier.table}
     where device_id = $1 and sensor_id = $2 and bucket >= $3 and bucket < $4
     order by bucket`, [q.deviceId, q.sensorId, q.from, q.until])
 }
 
-/**
- * States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`, with only the
- * columns the function needs (this path serves fine rollups over many rows; a wider state costs
- * every row more). var_pop is PostgreSQL's numerically stable (Youngs-Cramer) variance.
- */
+/** States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`. */
 export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, fn: string }): Promise<StateRow[]> {
-  const need = (...fns: string[]): boolean => fns.includes(q.fn)
-  const columns = [
-    'count(value)::float8 as count',
-    need('dev') ? 'avg(value) as mean, coalesce(var_pop(value) * count(value), 0) as m2' : '0::float8 as mean, 0::float8 as m2',
-    need('avg', 'sum') ? 'sum(value) as sum' : '0::float8 as sum',
-    need('min') ? 'min(value) as min' : '0::float8 as min',
-    need('max') ? 'max(value) as max' : '0::float8 as max',
-    need('first') ? '(extract(epoch from min(recorded_at)) * 1000)::float8 as first_at, (array_agg(value order by recorded_at))[1] as first_val' : 'null::float8 as first_at, null::float8 as first_val',
-    need('last') ? '(extract(epoch from max(recorded_at)) * 1000)::float8 as last_at, (array_agg(value order by recorded_at desc))[1] as last_val' : 'null::float8 as last_at, null::float8 as last_val'
-  ]
   // Grouped by the timestamp itself; only the result rows become epoch numbers (extract() is
   // numeric arithmetic, far too slow to run once per raw row).
   return await runner.query<StateRow>(`
     select (extract(epoch from s.bucket_at) * 1000)::float8 as bucket, s.* from (
-      select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket_at, ${columns.join(', ')}
+      select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket_at, ${stateColumns(q.fn, RAW_SQL)}
       from readings
       where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
       group by 1

@@ -59,7 +59,7 @@ const pointsArb = fc.uniqueArray(
   fc.record({ at: fc.integer({ min: T0, max: T0 + 40 * 24 * HOUR }), value: fc.integer({ min: -1000, max: 1000 }).map((k) => k / 4) }),
   { selector: (p) => p.at, maxLength: 200 })
 
-t.test('property: any fold order and merge tree finalizes to the reference', async (t) => {
+t.test('property: every fold order and merge tree finalizes to the reference', async (t) => {
   fc.assert(fc.property(pointsArb, rollupArb, fc.integer(), (points, rollup, seed) => {
     const rand = random(seed)
     const groups = byBucket(points, rollup)
