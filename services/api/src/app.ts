@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, postgresRunner } from '@esp/db'
-import { type Clock, DeviceSummary, ensureAdmin, systemClock, UploadStore, User } from '@esp/domain'
+import { type Clock, Device, ensureAdmin, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
 import { applicationRoutes } from './routes/v0/applications.js'
@@ -13,6 +13,10 @@ import { sessionRoutes } from './routes/v0/sessions.js'
 import { uploadRoutes } from './routes/v0/uploads.js'
 import { userRoutes } from './routes/v0/users.js'
 import { readingHistoryRoutes } from './routes/v0/readings.js'
+import { deviceRoutes } from './routes/v0/devices.js'
+import { catalogueRoutes } from './routes/v0/catalogue.js'
+import { experimentRoutes } from './routes/v0/experiments.js'
+import { searchRoutes } from './routes/v0/search.js'
 
 export interface ApiDeps {
   database: Database
@@ -44,6 +48,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
     history: postgresRunner(deps.database.sql),
     send: async (tx, key, payload) => { await sendJob(boss, tx, key, payload) },
     clock: deps.clock ?? systemClock,
+    worldMap: new WorldMap(deps.database.sql, deps.clock ?? systemClock),
     uploads: new UploadStore(path.join(path.resolve(deps.dataDir), 'uploads')),
     settings: {
       accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
@@ -53,7 +58,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       maxBuckets: deps.maxBuckets ?? 50_000
     }
   }
-  app.addSchema(DeviceSummary)
+  app.addSchema(Device)
   app.addSchema(User)
   await app.register(async (v0) => {
     await v0.register(rootRoutes)
@@ -63,6 +68,10 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
     await v0.register(passwordResetRoutes, ctx)
     await v0.register(applicationRoutes, ctx)
     await v0.register(uploadRoutes, ctx)
+    await v0.register(deviceRoutes, ctx)
     await v0.register(readingHistoryRoutes, ctx)
+    await v0.register(catalogueRoutes, ctx)
+    await v0.register(experimentRoutes, ctx)
+    await v0.register(searchRoutes, ctx)
   }, { prefix: '/v0' })
 }, { name: 'esp-api' })

@@ -1,5 +1,5 @@
 import type { Database, Runner } from '@esp/db'
-import type { Clock, JobSender, UploadStore } from '@esp/domain'
+import type { Clock, JobSender, UploadStore, WorldMap } from '@esp/domain'
 
 /** What every api route plugin gets: no globals, so tests build it with their own database and clock. */
 export interface ApiContext {
@@ -8,6 +8,8 @@ export interface ApiContext {
   history: Runner
   send: JobSender
   clock: Clock
+  /** the precomputed world map, shared by the map routes */
+  worldMap: WorldMap
   uploads: UploadStore
   settings: {
     accessTokenTtlSeconds: number

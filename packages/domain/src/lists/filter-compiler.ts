@@ -8,6 +8,8 @@ export interface FilterField {
   type: FieldType
   /** only admins may filter or sort by it (e.g. device tokens) */
   adminOnly?: boolean
+  /** a key through a to-many relation: the condition on `column` is wrapped, e.g. in an exists(); not sortable */
+  wrap?: (condition: SQL) => SQL
 }
 
 export type FilterSpec = Record<string, FilterField>
@@ -123,7 +125,7 @@ export function compileListQuery (params: URLSearchParams, spec: FilterSpec, opt
     if (SORT_KEYS.has(inner)) {
       orderBy = (values.join(',').split(',').map((s) => s.trim()).filter((s) => s !== '')).map((clause) => {
         const [key = '', direction = 'asc', ...rest] = clause.split(/\s+/)
-        const field = allowed.includes(key) ? spec[key] : undefined
+        const field = allowed.includes(key) && spec[key]?.wrap === undefined ? spec[key] : undefined
         if (field === undefined || rest.length > 0 || !/^(asc|desc)$/i.test(direction)) {
           bad(param, `sort takes "<key> asc" or "<key> desc" with a key of: ${allowed.join(', ')}`)
         }
@@ -140,7 +142,7 @@ export function compileListQuery (params: URLSearchParams, spec: FilterSpec, opt
       bad(param, `allowed keys are ${allowed.join(', ')}; matchers are ${matchers.join(', ')}`)
     }
     const compiled = condition(param, field, matcher, values)
-    if (compiled !== undefined) conditions.push(compiled)
+    if (compiled !== undefined) conditions.push(field.wrap === undefined ? compiled : field.wrap(compiled))
   }
   return {
     where: conditions.length === 0 ? undefined : and(...conditions),

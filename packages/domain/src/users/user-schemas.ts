@@ -4,23 +4,6 @@ const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 
 export const Location = Type.Object({ city: Nullable(Type.String()), country: Nullable(Type.String()), country_code: Nullable(Type.String()) })
 
-export const DeviceSummary = Type.Object({
-  id: Type.Integer(),
-  uuid: Type.String(),
-  mac_address: Nullable(Type.String()),
-  name: Type.String(),
-  description: Nullable(Type.String()),
-  latitude: Nullable(Type.Number()),
-  longitude: Nullable(Type.Number()),
-  kit_id: Nullable(Type.Integer()),
-  state: Type.String(),
-  system_tags: Type.Array(Type.String()),
-  last_reading_at: Nullable(Type.String()),
-  added_at: Type.String(),
-  created_at: Type.String(),
-  updated_at: Type.String()
-}, { $id: 'DeviceSummary' })
-
 /** Contract: User (full representation). Every key is always present. */
 export const User = Type.Object({
   id: Type.Integer(),
@@ -40,11 +23,10 @@ export const User = Type.Object({
   legacy_api_key: Nullable(Type.String()),
   forwarding_token: Nullable(Type.String({ description: '[FILTERED] unless the caller is the user' })),
   forwarding_username: Nullable(Type.String()),
-  devices: Type.Array(Type.Ref('DeviceSummary'))
+  devices: Type.Array(Type.Ref('Device'), { description: 'full devices without data, private ones only for the owner and admins' })
 }, { $id: 'User' })
 
-export type DeviceSummaryView = Static<typeof DeviceSummary>
-export type UserView = Omit<Static<typeof User>, 'devices'> & { devices: DeviceSummaryView[] }
+export type UserView = Omit<Static<typeof User>, 'devices'> & { devices: unknown[] }
 
 /** Fields a client may write; everything else in a body is dropped (behaviour.md §0). */
 export const UserBody = Type.Object({

@@ -1,9 +1,10 @@
-import { and, asc, count, eq, inArray, isNull, or, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, devices, type Db, type Executor, isPgCode, PgCode, type UserRole, userRoles, users } from '@esp/db'
 import { errors } from '../errors.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import type { ListQuery, FilterSpec } from '../lists/filter-compiler.js'
+import { listPage } from '../lists/page.js'
 import type { Clock } from '../time.js'
 import { blankToNull, type UserInput, validateUserInput } from './user-rules.js'
 import type { UserRow } from './user-presenter.js'
@@ -158,12 +159,7 @@ export async function findUser (db: Executor, key: string | number): Promise<Use
 }
 
 export async function listUsers (db: Executor, query: ListQuery): Promise<{ rows: UserRow[], total: number }> {
-  const where = query.where === undefined ? active : and(active, query.where)
-  const [rows, totals] = await Promise.all([
-    db.select().from(users).where(where).orderBy(...query.orderBy, asc(users.id)).limit(query.perPage).offset((query.page - 1) * query.perPage),
-    db.select({ n: count() }).from(users).where(where)
-  ])
-  return { rows, total: totals[0]?.n ?? 0 }
+  return await listPage(db, users, query, users.id, active)
 }
 
 export async function usersByIds (db: Executor, ids: number[]): Promise<UserRow[]> {

@@ -1,14 +1,24 @@
 import type { FastifyRequest } from 'fastify'
-import { deviceSummariesByOwner, presentUser, type UserRow, type UserView } from '@esp/domain'
+import { deviceService, presentDevices, presentUser, type UserRow, type UserView } from '@esp/domain'
 import { baseUrl } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
-/** Users with their devices, rendered for the caller: one query for all the devices of the page. */
+/**
+ * Users with their devices, rendered for the caller. Clients read full device objects here
+ * (clients.md §4.28), without data; the devices of the whole page take a fixed number of queries.
+ */
 export async function renderUsers (ctx: ApiContext, request: FastifyRequest, rows: UserRow[]): Promise<UserView[]> {
   const now = ctx.clock()
-  const devices = await deviceSummariesByOwner(ctx.database.db, rows.map((r) => r.id), request.viewer, now)
   const base = baseUrl(request)
-  return rows.map((row) => presentUser(row, { viewer: request.viewer, baseUrl: base, devices: devices.get(row.id) ?? [] }))
+  const deviceRows = await deviceService.devicesOfOwners(ctx.database.db, rows.map((r) => r.id), request.viewer)
+  const views = await presentDevices(ctx.database.db, deviceRows, { viewer: request.viewer, baseUrl: base, now, withData: false })
+  const byOwner = new Map<number, unknown[]>()
+  deviceRows.forEach((row, i) => {
+    const list = byOwner.get(row.ownerId) ?? []
+    list.push(views[i])
+    byOwner.set(row.ownerId, list)
+  })
+  return rows.map((row) => presentUser(row, { viewer: request.viewer, baseUrl: base, devices: byOwner.get(row.id) ?? [] }))
 }
 
 export async function renderUser (ctx: ApiContext, request: FastifyRequest, row: UserRow): Promise<UserView> {

@@ -1,0 +1,229 @@
+import type { FieldErrors } from '../errors.js'
+import { isAdmin, isPrivileged, type Viewer } from '../auth/viewer.js'
+
+/** A device write after parsing: undefined = not sent, null = cleared. */
+export interface DeviceInput {
+  name?: string
+  description?: string | null
+  macAddress?: string | null
+  deviceToken?: string
+  exposure?: 'indoor' | 'outdoor' | null
+  latitude?: number | null
+  longitude?: number | null
+  elevation?: number | null
+  preciseLocation?: boolean
+  isPrivate?: boolean
+  enableForwarding?: boolean
+  isTest?: boolean
+  notifyLowBattery?: boolean
+  notifyStoppedPublishing?: boolean
+  userTags?: string[]
+  kitId?: number
+  hardwareNameOverride?: string | null
+  hardwareTypeOverride?: string | null
+  hardwareVersionOverride?: string | null
+  hardwareSlugOverride?: string | null
+  meta?: unknown
+  postprocessing?: PostprocessingInput
+}
+
+export interface PostprocessingInput {
+  blueprintUrl?: string | null
+  hardwareUrl?: string | null
+  forwardingParams?: string | null
+  meta?: string | null
+  latestPostprocessing?: Date | null
+}
+
+const MAC = /^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/
+/** The token is an MQTT topic segment: no separators or wildcards (the firmware's are 6 alphanumerics). */
+const TOKEN = /^[A-Za-z0-9_-]{4,64}$/
+const NAME_MAX = 255
+const TEXT_MAX = 5000
+
+type Body = Record<string, unknown>
+
+/**
+ * The nested forms some clients send (`location: {latitude}`, `data_policy: {is_private}`,
+ * `notify: {low_battery}`, a Rails-style `device: {...}` wrapper) flattened into the flat keys of
+ * the contract's request body; a flat key wins over a nested one.
+ */
+function flatten (body: Body): Body {
+  const nested = (key: string): Body => {
+    const value = body[key]
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Body : {}
+  }
+  const notify = nested('notify')
+  return {
+    ...nested('device'),
+    ...nested('location'),
+    ...nested('data_policy'),
+    ...(notify.low_battery !== undefined ? { notify_low_battery: notify.low_battery } : {}),
+    ...(notify.stopped_publishing !== undefined ? { notify_stopped_publishing: notify.stopped_publishing } : {}),
+    ...Object.fromEntries(Object.entries(body).filter(([k]) => !['device', 'location', 'data_policy', 'notify'].includes(k)))
+  }
+}
+
+class Reader {
+  readonly errors: FieldErrors = {}
+  constructor (private readonly body: Body) {}
+
+  add (field: string, message: string): void { (this.errors[field] ??= []).push(message) }
+  has (field: string): boolean { return this.body[field] !== undefined }
+
+  text (field: string, max: number, options: { nullable?: boolean } = {}): string | null | undefined {
+    const value = this.body[field]
+    if (value === undefined) return undefined
+    if (value === null || (typeof value === 'string' && value.trim() === '' && options.nullable === true)) {
+      if (options.nullable === true) return null
+      this.add(field, "can't be blank")
+      return undefined
+    }
+    if (typeof value !== 'string' && typeof value !== 'number') { this.add(field, 'must be a string'); return undefined }
+    const text = String(value).trim()
+    if (text.length > max) { this.add(field, `is too long (maximum is ${max} characters)`); return undefined }
+    return text
+  }
+
+  /** Clients send booleans as JSON booleans, form strings, or the Python client's "True"/"False". */
+  bool (field: string): boolean | undefined {
+    const value = this.body[field]
+    if (value === undefined || value === null || value === '') return undefined
+    if (typeof value === 'boolean') return value
+    if (value === 1 || value === 0) return value === 1
+    if (typeof value === 'string' && /^(true|false|1|0)$/i.test(value.trim())) return /^(true|1)$/i.test(value.trim())
+    this.add(field, 'must be true or false')
+    return undefined
+  }
+
+  number (field: string, min: number, max: number): number | null | undefined {
+    const value = this.body[field]
+    if (value === undefined) return undefined
+    if (value === null || value === '') return null
+    const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/.test(value) ? Number(value) : Number.NaN
+    if (!Number.isFinite(n)) { this.add(field, 'is not a number'); return undefined }
+    if (n < min || n > max) { this.add(field, `must be between ${min} and ${max}`); return undefined }
+    return n
+  }
+}
+
+export interface RuleOptions { creating: boolean, viewer: Viewer }
+
+/**
+ * Parses and checks a device body (contract: POST and PATCH /devices). Fields a role may not set
+ * (forwarding and postprocessing below researcher, is_test below admin) are dropped, as with any
+ * unpermitted parameter; `state` is automatic and never read from a body.
+ */
+export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: DeviceInput, errors: FieldErrors } {
+  const body = flatten(typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw as Body : {})
+  const r = new Reader(body)
+  const input: DeviceInput = {}
+
+  const name = r.text('name', NAME_MAX)
+  if (name !== undefined && name !== null) {
+    if (name === '') r.add('name', "can't be blank")
+    else input.name = name
+  } else if (options.creating && !r.has('name')) r.add('name', "can't be blank")
+
+  const description = r.text('description', TEXT_MAX, { nullable: true })
+  if (description !== undefined) input.description = description
+
+  if (r.has('mac_address')) {
+    const mac = body.mac_address
+    if (mac === null || mac === '') input.macAddress = null
+    else if (typeof mac !== 'string' || !MAC.test(mac.trim())) r.add('mac_address', 'is invalid')
+    else input.macAddress = mac.trim().replace(/-/g, ':').toLowerCase()
+  }
+
+  if (r.has('device_token') && body.device_token !== null && body.device_token !== '') {
+    const token = body.device_token
+    if (typeof token !== 'string' || !TOKEN.test(token)) r.add('device_token', 'is invalid (4 to 64 letters, digits, _ or -)')
+    else input.deviceToken = token
+  }
+
+  if (r.has('exposure')) {
+    const exposure = body.exposure
+    if (exposure === null || exposure === '') input.exposure = null
+    else if (exposure === 'indoor' || exposure === 'outdoor') input.exposure = exposure
+    else r.add('exposure', 'is not included in the list (indoor, outdoor)')
+  }
+
+  const latitude = r.number('latitude', -90, 90)
+  const longitude = r.number('longitude', -180, 180)
+  if (latitude !== undefined) input.latitude = latitude
+  if (longitude !== undefined) input.longitude = longitude
+  if ((latitude === null) !== (longitude === null) && latitude !== undefined && longitude !== undefined) r.add('latitude', 'and longitude are set or cleared together')
+  const elevation = r.number('elevation', -1000, 10000)
+  if (elevation !== undefined) input.elevation = elevation === null ? null : Math.round(elevation)
+
+  const flags = {
+    precise_location: 'preciseLocation',
+    is_private: 'isPrivate',
+    notify_low_battery: 'notifyLowBattery',
+    notify_stopped_publishing: 'notifyStoppedPublishing'
+  } as const
+  for (const [field, key] of Object.entries(flags)) {
+    const value = r.bool(field)
+    if (value !== undefined) input[key] = value
+  }
+  if (isPrivileged(options.viewer)) {
+    const forwarding = r.bool('enable_forwarding')
+    if (forwarding !== undefined) input.enableForwarding = forwarding
+  }
+  if (isAdmin(options.viewer)) {
+    const isTest = r.bool('is_test')
+    if (isTest !== undefined) input.isTest = isTest
+  }
+
+  if (r.has('user_tags')) {
+    const tags = body.user_tags
+    const list = typeof tags === 'string' ? tags.split(',') : Array.isArray(tags) && tags.every((t) => typeof t === 'string') ? tags as string[] : null
+    if (list === null) r.add('user_tags', 'must be comma-separated tag names')
+    else input.userTags = [...new Set(list.map((t) => t.trim()).filter((t) => t !== ''))]
+  }
+
+  if (r.has('kit_id')) {
+    const kit = r.number('kit_id', 1, 2 ** 31 - 1)
+    if (kit !== undefined && kit !== null) {
+      if (Number.isInteger(kit)) input.kitId = kit
+      else r.add('kit_id', 'must be an integer')
+    }
+  }
+
+  for (const part of ['name', 'type', 'version', 'slug'] as const) {
+    const value = r.text(`hardware_${part}_override`, NAME_MAX, { nullable: true })
+    if (value !== undefined) input[`hardware${part[0]?.toUpperCase() ?? ''}${part.slice(1)}Override` as 'hardwareNameOverride'] = value
+  }
+
+  if (r.has('meta')) {
+    const meta = body.meta
+    if (JSON.stringify(meta ?? null).length > 10_000) r.add('meta', 'is too large')
+    else input.meta = meta
+  }
+
+  const post = body.postprocessing_attributes
+  if (post !== undefined && post !== null && isPrivileged(options.viewer)) {
+    if (typeof post !== 'object' || Array.isArray(post)) r.add('postprocessing_attributes', 'must be an object')
+    else {
+      const p = new Reader(post as Body)
+      const result: PostprocessingInput = {}
+      const blueprint = p.text('blueprint_url', 2048, { nullable: true })
+      if (blueprint !== undefined) result.blueprintUrl = blueprint
+      const hardware = p.text('hardware_url', 2048, { nullable: true })
+      if (hardware !== undefined) result.hardwareUrl = hardware
+      const params = p.text('forwarding_params', 2048, { nullable: true })
+      if (params !== undefined) result.forwardingParams = params
+      const meta = (post as Body).meta
+      if (meta !== undefined) result.meta = meta === null ? null : typeof meta === 'string' ? meta : JSON.stringify(meta)
+      const latest = (post as Body).latest_postprocessing
+      if (latest !== undefined) {
+        const at = latest === null ? null : new Date(String(latest))
+        if (at !== null && Number.isNaN(at.getTime())) p.add('latest_postprocessing', 'is not a date or time')
+        else result.latestPostprocessing = at
+      }
+      for (const [field, messages] of Object.entries(p.errors)) for (const m of messages) r.add(`postprocessing_attributes.${field}`, m)
+      input.postprocessing = result
+    }
+  }
+  return { input, errors: r.errors }
+}

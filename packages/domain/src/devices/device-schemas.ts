@@ -1,0 +1,96 @@
+import { Type, type TSchema } from '@sinclair/typebox'
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+const Str = Nullable(Type.String())
+const Num = Nullable(Type.Number())
+
+const DeviceLocation = Type.Object({
+  ip: Str,
+  exposure: Str,
+  elevation: Num,
+  latitude: Num,
+  longitude: Num,
+  geohash: Str,
+  city: Str,
+  country_code: Str,
+  country: Str
+})
+
+/**
+ * Contract: Device (full). The schema documents every key and serialises the response; parts whose
+ * shape varies by caller (a status message object or "[FILTERED]", the data object) are open.
+ */
+export const Device = Type.Object({
+  id: Type.Integer(),
+  uuid: Nullable(Type.String({ format: 'uuid', description: 'null in the response to creation' })),
+  name: Type.String(),
+  description: Str,
+  state: Type.String({ description: 'not_configured, never_published, has_published or archived; automatic' }),
+  system_tags: Type.Array(Type.String(), { description: 'new, indoor/outdoor, online/offline' }),
+  user_tags: Type.Array(Type.String()),
+  last_reading_at: Str,
+  created_at: Type.String(),
+  added_at: Type.String(),
+  updated_at: Type.String(),
+  notify: Type.Object({ stopped_publishing: Type.Boolean(), low_battery: Type.Boolean() }),
+  device_token: Nullable(Type.String({ description: '[FILTERED] unless the caller owns the device or is an admin' })),
+  mac_address: Nullable(Type.String({ description: '[FILTERED] unless the caller owns the device or is an admin' })),
+  postprocessing: Nullable(Type.Object({}, { additionalProperties: true })),
+  location: DeviceLocation,
+  latitude: Num,
+  longitude: Num,
+  kit_id: Nullable(Type.Integer()),
+  data_policy: Type.Object({ is_private: Type.Boolean(), enable_forwarding: Type.Boolean(), precise_location: Type.Boolean(), forwarding_destination: Str }),
+  hardware: Type.Object({
+    name: Type.String(),
+    type: Type.String(),
+    version: Str,
+    slug: Type.String(),
+    last_status_message: Type.Unknown({ description: 'the last `info` message, or [FILTERED] unless owner or admin' })
+  }),
+  owner: Nullable(Type.Object({
+    id: Type.Integer(),
+    uuid: Type.String(),
+    username: Type.String(),
+    avatar: Str,
+    profile_picture: Type.String(),
+    url: Str,
+    joined_at: Type.String(),
+    location: Type.Object({ city: Str, country: Str, country_code: Str }),
+    device_ids: Type.Array(Type.Integer())
+  })),
+  data: Type.Optional(Type.Unknown({ description: 'recorded_at, added_at, location and sensors with their latest values' })),
+  kit: Nullable(Type.Object({}, { additionalProperties: true })),
+  experiment_ids: Type.Array(Type.Integer()),
+  status: Type.String({ description: 'older form: new, online (a reading within 10 minutes) or offline' })
+}, { $id: 'Device' })
+
+/** Writable fields (contract: POST and PATCH /devices); the nested forms clients send are accepted too. */
+export const DeviceBody = Type.Object({
+  name: Type.Optional(Type.String()),
+  description: Type.Optional(Str),
+  mac_address: Type.Optional(Str),
+  device_token: Type.Optional(Str),
+  exposure: Type.Optional(Str),
+  latitude: Type.Optional(Type.Unknown({ description: 'decimal degrees' })),
+  longitude: Type.Optional(Type.Unknown({ description: 'decimal degrees' })),
+  elevation: Type.Optional(Type.Unknown()),
+  user_tags: Type.Optional(Type.Unknown({ description: 'comma-separated names of tags from GET /v0/tags' })),
+  is_private: Type.Optional(Type.Unknown()),
+  precise_location: Type.Optional(Type.Unknown()),
+  enable_forwarding: Type.Optional(Type.Unknown({ description: 'researchers and admins' })),
+  notify_low_battery: Type.Optional(Type.Unknown()),
+  notify_stopped_publishing: Type.Optional(Type.Unknown()),
+  kit_id: Type.Optional(Type.Unknown({ description: 'older form; the standard kit by default' })),
+  postprocessing_attributes: Type.Optional(Type.Unknown({ description: 'researchers and admins' })),
+  is_test: Type.Optional(Type.Unknown({ description: 'admins' })),
+  meta: Type.Optional(Type.Unknown()),
+  hardware_name_override: Type.Optional(Str),
+  hardware_type_override: Type.Optional(Str),
+  hardware_version_override: Type.Optional(Str),
+  hardware_slug_override: Type.Optional(Str),
+  location: Type.Optional(Type.Unknown({ description: 'nested form: {latitude, longitude, exposure, elevation}' })),
+  data_policy: Type.Optional(Type.Unknown({ description: 'nested form: {is_private, precise_location, enable_forwarding}' })),
+  notify: Type.Optional(Type.Unknown({ description: 'nested form: {low_battery, stopped_publishing}' })),
+  device: Type.Optional(Type.Unknown({ description: 'the whole body wrapped, as Rails clients send it' }))
+})

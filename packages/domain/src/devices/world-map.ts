@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto'
+import { promisify } from 'node:util'
+import { brotliCompress, constants, gzip } from 'node:zlib'
+import type { Sql } from '@esp/db'
+import { isAdmin, type Viewer } from '../auth/viewer.js'
+import { countryName } from '../geo/country.js'
+import { formatTimestamp, type Clock } from '../time.js'
+import { systemTags } from './device-state.js'
+import { hardwareOf } from './device-view.js'
+
+const gzipAsync = promisify(gzip)
+const brotliAsync = promisify(brotliCompress)
+
+/** One rendering of the map, kept with its compressed forms and validator. */
+export interface MapBody {
+  json: string
+  etag: string
+  gzip: Buffer
+  br: Buffer
+  count: number
+}
+
+interface Entry { ownerId: number, isPrivate: boolean, json: string }
+
+interface Built {
+  fingerprint: string
+  builtAt: number
+  /** public devices, rendered and compressed once */
+  body: MapBody
+  /** private devices, for their owners and admins (fresh_world_map) */
+  privateEntries: Entry[]
+}
+
+interface DeviceMapRow {
+  id: number
+  name: string
+  description: string | null
+  owner_id: number
+  owner_username: string
+  latitude: number
+  longitude: number
+  city: string | null
+  country_code: string | null
+  kit_id: number | null
+  state: string
+  exposure: string | null
+  created_ms: number
+  last_reading_ms: number | null
+  is_private: boolean
+  hw_ver: string | null
+  hardware_name_override: string | null
+  hardware_type_override: string | null
+  hardware_version_override: string | null
+  hardware_slug_override: string | null
+}
+
+const etagOf = (json: string): string => `"${createHash('sha1').update(json).digest('base64url')}"`
+
+async function compress (json: string, count: number): Promise<MapBody> {
+  const [gz, br] = await Promise.all([
+    gzipAsync(json, { level: 6 }),
+    brotliAsync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: json.length } })
+  ])
+  return { json, etag: etagOf(json), gzip: gz, br, count }
+}
+
+/**
+ * The world map (contract: World-map device; clients.md §4.30): every active, located, non-test
+ * device, rendered once and served from memory with an ETag and precompressed bodies. A cheap
+ * fingerprint query (device count and the newest device, owner and reading change) decides
+ * whether the rendering is stale, so the map changes as soon as a device or its latest reading
+ * does; `system_tags` depend on the clock, so a rendering also expires after `maxAgeMs`.
+ */
+export class WorldMap {
+  private built: Built | undefined
+  private building: Promise<Built> | undefined
+
+  constructor (private readonly sql: Sql, private readonly clock: Clock, private readonly maxAgeMs = 30_000) {}
+
+  /** `GET /devices/world_map`: public devices only, the same body for everyone. */
+  async publicMap (): Promise<MapBody> {
+    return (await this.current()).body
+  }
+
+  /** `GET /devices/fresh_world_map`: the public map plus the private devices the caller may see. */
+  async forViewer (viewer: Viewer | null): Promise<MapBody> {
+    const built = await this.current()
+    if (viewer === null) return built.body
+    const own = built.privateEntries.filter((e) => isAdmin(viewer) || e.ownerId === viewer.id)
+    if (own.length === 0) return built.body
+    const inner = built.body.json.slice(1, -1)
+    const json = `[${inner}${inner === '' ? '' : ','}${own.map((e) => e.json).join(',')}]`
+    return await compress(json, built.body.count + own.length)
+  }
+
+  private async fingerprint (): Promise<string> {
+    const [row] = await this.sql<Array<{ f: string }>>`
+      select concat_ws('|', count(*), max(updated_at), max(last_reading_at), (select max(updated_at) from users)) as f
+      from devices where archived_at is null`
+    return row?.f ?? ''
+  }
+
+  private async current (): Promise<Built> {
+    const fingerprint = await this.fingerprint()
+    const now = this.clock().getTime()
+    const built = this.built
+    if (built !== undefined && built.fingerprint === fingerprint && now - built.builtAt < this.maxAgeMs) return built
+    // Concurrent requests share one rebuild.
+    this.building ??= this.build(fingerprint).finally(() => { this.building = undefined })
+    return await this.building
+  }
+
+  private async build (fingerprint: string): Promise<Built> {
+    const now = this.clock()
+    const [rows, tagRows, latestRows] = await Promise.all([
+      this.sql<DeviceMapRow[]>`
+        select d.id, d.name, d.description, d.owner_id, u.username as owner_username, d.latitude, d.longitude, d.city, d.country_code,
+               d.kit_id, d.state, d.exposure, extract(epoch from d.created_at) * 1000 as created_ms,
+               extract(epoch from d.last_reading_at) * 1000 as last_reading_ms, d.is_private, d.last_status_message ->> 'hw_ver' as hw_ver,
+               d.hardware_name_override, d.hardware_type_override, d.hardware_version_override, d.hardware_slug_override
+        from devices d join users u on u.id = d.owner_id
+        where d.archived_at is null and not d.is_test and d.latitude is not null and d.longitude is not null
+        order by d.id`,
+      this.sql<Array<{ device_id: number, name: string }>>`
+        select dt.device_id, t.name from device_tags dt join tags t on t.id = dt.tag_id order by t.name`,
+      this.sql<Array<{ device_id: number, sensor_id: number, value: number | null, raw_value: number | null, recorded_ms: number, added_ms: number }>>`
+        select l.device_id, l.sensor_id, l.value, l.raw_value, extract(epoch from l.recorded_at) * 1000 as recorded_ms,
+               extract(epoch from l.added_at) * 1000 as added_ms
+        from latest_readings l join devices d on d.id = l.device_id
+        where d.archived_at is null and not d.is_test and d.latitude is not null
+        order by l.device_id, l.sensor_id`
+    ])
+    const tagsOf = new Map<number, string[]>()
+    for (const t of tagRows) {
+      const list = tagsOf.get(t.device_id)
+      if (list === undefined) tagsOf.set(t.device_id, [t.name])
+      else list.push(t.name)
+    }
+    const dataOf = new Map<number, { values: Record<string, number | string | null>, recorded: number, added: number }>()
+    for (const l of latestRows) {
+      let data = dataOf.get(l.device_id)
+      if (data === undefined) dataOf.set(l.device_id, data = { values: {}, recorded: 0, added: 0 })
+      data.values[String(l.sensor_id)] = l.value
+      data.values[`${l.sensor_id}_raw`] = l.raw_value
+      data.recorded = Math.max(data.recorded, Number(l.recorded_ms))
+      data.added = Math.max(data.added, Number(l.added_ms))
+    }
+    const publicJson: string[] = []
+    const privateEntries: Entry[] = []
+    for (const row of rows) {
+      const createdAt = new Date(Number(row.created_ms))
+      const lastReadingAt = row.last_reading_ms === null ? null : new Date(Number(row.last_reading_ms))
+      const data = dataOf.get(row.id)
+      const country = countryName(row.country_code)
+      const item = {
+        id: row.id,
+        name: row.name,
+        description: row.description,
+        owner_id: row.owner_id,
+        owner_username: row.owner_username,
+        latitude: row.latitude,
+        longitude: row.longitude,
+        city: row.city,
+        country_code: row.country_code,
+        kit_id: row.kit_id,
+        state: row.state,
+        system_tags: systemTags({ exposure: row.exposure, createdAt, lastReadingAt }, now),
+        user_tags: tagsOf.get(row.id) ?? [],
+        exposure: row.exposure,
+        added_at: formatTimestamp(createdAt),
+        last_reading_at: formatTimestamp(lastReadingAt),
+        location: { exposure: row.exposure, latitude: row.latitude, longitude: row.longitude, city: row.city, country },
+        hardware: hardwareOf({
+          lastStatusMessage: row.hw_ver === null ? null : { hw_ver: row.hw_ver },
+          hardwareNameOverride: row.hardware_name_override,
+          hardwareTypeOverride: row.hardware_type_override,
+          hardwareVersionOverride: row.hardware_version_override,
+          hardwareSlugOverride: row.hardware_slug_override
+        }, false),
+        data: data === undefined
+          ? {}
+          : {
+              ...data.values,
+              recorded_at: formatTimestamp(new Date(data.recorded)),
+              calibrated_at: formatTimestamp(new Date(data.added)),
+              added_at: formatTimestamp(new Date(data.added))
+            }
+      }
+      const json = JSON.stringify(item)
+      if (row.is_private) privateEntries.push({ ownerId: row.owner_id, isPrivate: true, json })
+      else publicJson.push(json)
+    }
+    const body = await compress(`[${publicJson.join(',')}]`, publicJson.length)
+    const built: Built = { fingerprint, builtAt: now.getTime(), body, privateEntries }
+    this.built = built
+    return built
+  }
+}

@@ -1,0 +1,168 @@
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
+import { type Db, devices, type Executor, experimentDevices, experiments } from '@esp/db'
+import { errors, type FieldErrors } from '../errors.js'
+import { isAdmin, type Viewer } from '../auth/viewer.js'
+import { canManage, visibleTo } from '../devices/device-view.js'
+import type { FilterSpec } from '../lists/filter-compiler.js'
+import { parseTimeParam } from '../readings/time-params.js'
+import { formatTimestamp } from '../time.js'
+
+type ExperimentRow = typeof experiments.$inferSelect
+
+export const experimentFilters: FilterSpec = {
+  id: { column: experiments.id, type: 'integer' },
+  name: { column: experiments.name, type: 'text' },
+  description: { column: experiments.description, type: 'text' },
+  owner_id: { column: experiments.ownerId, type: 'integer' },
+  is_test: { column: experiments.isTest, type: 'boolean' },
+  starts_at: { column: experiments.startsAt, type: 'timestamp' },
+  ends_at: { column: experiments.endsAt, type: 'timestamp' },
+  created_at: { column: experiments.createdAt, type: 'timestamp' },
+  updated_at: { column: experiments.updatedAt, type: 'timestamp' }
+}
+export const experimentDefaultOrder = [asc(experiments.id)]
+
+/** Active when started (or no start) and not ended (or no end). */
+export const isActive = (e: Pick<ExperimentRow, 'startsAt' | 'endsAt'>, now: Date): boolean =>
+  (e.startsAt === null || now >= e.startsAt) && (e.endsAt === null || now <= e.endsAt)
+
+/** The device ids of many experiments, only those the caller may see, in one query. */
+async function deviceIdsOf (db: Executor, ids: number[], viewer: Viewer | null): Promise<Map<number, number[]>> {
+  const result = new Map<number, number[]>(ids.map((id) => [id, []]))
+  if (ids.length === 0) return result
+  const rows = await db.select({ experimentId: experimentDevices.experimentId, deviceId: experimentDevices.deviceId }).from(experimentDevices)
+    .innerJoin(devices, eq(devices.id, experimentDevices.deviceId))
+    .where(and(inArray(experimentDevices.experimentId, ids), isNull(devices.archivedAt), visibleTo(viewer)))
+    .orderBy(asc(experimentDevices.deviceId))
+  for (const row of rows) result.get(row.experimentId)?.push(row.deviceId)
+  return result
+}
+
+export async function presentExperiments (db: Executor, rows: ExperimentRow[], viewer: Viewer | null, now: Date) {
+  const ids = await deviceIdsOf(db, rows.map((e) => e.id), viewer)
+  return rows.map((e) => ({
+    id: e.id,
+    name: e.name,
+    description: e.description,
+    owner_id: e.ownerId,
+    active: isActive(e, now),
+    is_test: e.isTest,
+    starts_at: formatTimestamp(e.startsAt),
+    ends_at: formatTimestamp(e.endsAt),
+    device_ids: ids.get(e.id) ?? [],
+    created_at: formatTimestamp(e.createdAt),
+    updated_at: formatTimestamp(e.updatedAt)
+  }))
+}
+
+export async function findExperiment (db: Executor, raw: string): Promise<ExperimentRow> {
+  if (!/^\d{1,9}$/.test(raw)) throw errors.notFound('Experiment', raw)
+  const [row] = await db.select().from(experiments).where(eq(experiments.id, Number(raw))).limit(1)
+  if (row === undefined) throw errors.notFound('Experiment', Number(raw))
+  return row
+}
+
+interface ExperimentInput { name?: string, description?: string | null, isTest?: boolean, startsAt?: Date | null, endsAt?: Date | null, deviceIds?: number[] }
+
+async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: ExperimentRow | undefined, now: Date): Promise<ExperimentInput> {
+  const body = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw as Record<string, unknown> : {}
+  const problems: FieldErrors = {}
+  const add = (field: string, message: string): void => { (problems[field] ??= []).push(message) }
+  const input: ExperimentInput = {}
+  if (body.name !== undefined || existing === undefined) {
+    if (typeof body.name !== 'string' || body.name.trim() === '') add('name', "can't be blank")
+    else if (body.name.length > 255) add('name', 'is too long (maximum is 255 characters)')
+    else input.name = body.name.trim()
+  }
+  if (body.description !== undefined) {
+    if (body.description !== null && typeof body.description !== 'string') add('description', 'must be a string')
+    else input.description = body.description === null || body.description.trim() === '' ? null : body.description.trim()
+  }
+  if (body.is_test !== undefined) {
+    if (typeof body.is_test === 'boolean') input.isTest = body.is_test
+    else if (typeof body.is_test === 'string' && /^(true|false)$/i.test(body.is_test)) input.isTest = body.is_test.toLowerCase() === 'true'
+    else add('is_test', 'must be true or false')
+  }
+  for (const [field, key] of [['starts_at', 'startsAt'], ['ends_at', 'endsAt']] as const) {
+    const value = body[field]
+    if (value === undefined) continue
+    if (value === null || value === '') { input[key] = null; continue }
+    try {
+      input[key] = parseTimeParam('from', String(value)) ?? null
+    } catch {
+      add(field, 'is not a valid ISO8601 date or time')
+    }
+  }
+  const startsAt = input.startsAt !== undefined ? input.startsAt : existing?.startsAt ?? null
+  const endsAt = input.endsAt !== undefined ? input.endsAt : existing?.endsAt ?? null
+  if (startsAt !== null && endsAt !== null && endsAt < startsAt) add('ends_at', 'is before starts_at')
+  const rawIds = body.device_ids ?? body['device_ids[]']
+  if (rawIds !== undefined) {
+    const list = Array.isArray(rawIds) ? rawIds : rawIds === null || rawIds === '' ? [] : [rawIds]
+    const ids = list.map((v) => typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,9}$/.test(v.trim()) ? Number(v) : Number.NaN)
+    if (ids.some((id) => !Number.isInteger(id) || id < 1)) add('device_ids', 'must be device ids')
+    else {
+      const unique = [...new Set(ids)]
+      const found = unique.length === 0
+        ? []
+        : await db.select({ id: devices.id, ownerId: devices.ownerId, isPrivate: devices.isPrivate }).from(devices)
+          .where(and(inArray(devices.id, unique), isNull(devices.archivedAt)))
+      // A private device of someone else is reported as unknown: its existence is not the caller's to learn.
+      const usable = found.filter((d) => !d.isPrivate || canManage(viewer, d))
+      const missing = unique.filter((id) => !usable.some((d) => d.id === id))
+      if (missing.length > 0) add('device_ids', `unknown devices: ${missing.join(', ')}`)
+      input.deviceIds = unique
+    }
+  }
+  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
+  return input
+}
+
+async function writeDevices (tx: Executor, experimentId: number, ids: number[] | undefined): Promise<void> {
+  if (ids === undefined) return
+  await tx.delete(experimentDevices).where(eq(experimentDevices.experimentId, experimentId))
+  if (ids.length > 0) await tx.insert(experimentDevices).values(ids.map((deviceId) => ({ experimentId, deviceId })))
+}
+
+/** Any logged-in user creates an experiment and owns it. */
+export async function createExperiment (db: Db, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
+  if (viewer === null) throw errors.unauthorized()
+  const input = await parse(db, raw, viewer, undefined, now)
+  return await db.transaction(async (tx) => {
+    const [row] = await tx.insert(experiments).values({
+      ownerId: viewer.id, name: input.name ?? '', description: input.description ?? null, isTest: input.isTest ?? false,
+      startsAt: input.startsAt ?? null, endsAt: input.endsAt ?? null, createdAt: now, updatedAt: now
+    }).returning()
+    if (row === undefined) throw new Error('insert returned no row')
+    await writeDevices(tx, row.id, input.deviceIds)
+    return row
+  })
+}
+
+function assertOwner (viewer: Viewer | null, row: ExperimentRow): asserts viewer is Viewer {
+  if (viewer === null) throw errors.unauthorized()
+  if (viewer.id !== row.ownerId && !isAdmin(viewer)) throw errors.forbidden()
+}
+
+export async function updateExperiment (db: Db, row: ExperimentRow, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
+  assertOwner(viewer, row)
+  const input = await parse(db, raw, viewer, row, now)
+  return await db.transaction(async (tx) => {
+    const [updated] = await tx.update(experiments).set({
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.isTest !== undefined ? { isTest: input.isTest } : {}),
+      ...(input.startsAt !== undefined ? { startsAt: input.startsAt } : {}),
+      ...(input.endsAt !== undefined ? { endsAt: input.endsAt } : {}),
+      updatedAt: now
+    }).where(eq(experiments.id, row.id)).returning()
+    if (updated === undefined) throw errors.notFound('Experiment', row.id)
+    await writeDevices(tx, row.id, input.deviceIds)
+    return updated
+  })
+}
+
+export async function deleteExperiment (db: Executor, row: ExperimentRow, viewer: Viewer | null): Promise<void> {
+  assertOwner(viewer, row)
+  await db.delete(experiments).where(eq(experiments.id, row.id))
+}

@@ -1,0 +1,175 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
+import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage } from '@esp/domain'
+import { errorResponses, rawQuery, setPaginationHeaders } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+
+const Id = Type.Object({ id: Type.String({ maxLength: 100 }) })
+const Open = Type.Object({}, { additionalProperties: true })
+/** Every field a catalogue record takes; each resource reads its own (e.g. unit on sensors, definition on measurements). */
+const Body = Type.Optional(Type.Object(Object.fromEntries(
+  ['name', 'description', 'unit', 'measurement_id', 'parent_id', 'datasheet', 'unit_definition', 'default_key', 'equation', 'reverse_equation', 'definition']
+    .map((field) => [field, Type.Optional(Type.Unknown())])
+)))
+const idParam = (request: FastifyRequest): string => (request.params as { id: string }).id
+const ListQuery = Type.Object({ page: Type.Optional(Type.String()), per_page: Type.Optional(Type.String()) }, { additionalProperties: true })
+
+/**
+ * Contract: Sensors, measurements, kits, tags and tag sensors. Reads are public and paginated;
+ * writes are for admins. Components stay internal (contract: Component).
+ */
+export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const db = ctx.database.db
+
+  /** Filters, sort and page of a catalogue list, with the pagination headers. */
+  function page (request: FastifyRequest, reply: FastifyReply, spec: FilterSpec) {
+    const query = compileListQuery(rawQuery(request), spec, { admin: isAdmin(request.viewer), defaultOrder: [] })
+    return {
+      query,
+      done: <T>(result: { rows: T[], total: number }): T[] => {
+        setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total: result.total })
+        return result.rows
+      }
+    }
+  }
+  const read = (tag: string, summary: string, operationId: string, list: boolean) => ({
+    schema: {
+      tags: [tag],
+      summary,
+      operationId,
+      ...(list ? { querystring: ListQuery } : { params: Id }),
+      response: { 200: list ? Type.Array(Open) : Open, ...errorResponses(400, 404, 429) }
+    }
+  })
+  const write = (tag: string, summary: string, operationId: string, status: number, withId: boolean) => ({
+    schema: {
+      tags: [tag],
+      summary,
+      operationId,
+      ...(withId ? { params: Id } : {}),
+      body: Body,
+      response: { [status]: Open, ...errorResponses(400, 401, 403, 404, 422, 429) }
+    }
+  })
+
+  // sensors
+  const presentSensors = async (rows: Array<typeof sensors.$inferSelect>) => {
+    const extras = await catalogue.sensorExtras(db, rows)
+    return rows.map((s) => catalogue.presentSensor(s, extras))
+  }
+  app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', true), async (request, reply) => {
+    const { query, done } = page(request, reply, catalogue.sensorFilters)
+    return await presentSensors(done(await listPage(db, sensors, query, sensors.id, undefined, query.orderBy)))
+  })
+  app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', false), async (request: FastifyRequest) =>
+    (await presentSensors([await catalogue.findSensor(db, idParam(request))]))[0])
+  app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201, false), async (request, reply) => {
+    const row = await catalogue.writeSensor(db, request.body, request.viewer)
+    reply.code(201)
+    return (await presentSensors([row]))[0]
+  })
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/sensors/:id',
+      ...write('sensors', 'Change a sensor (admins)', `${method.toLowerCase()}Sensor`, 200, true),
+      handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
+        catalogue.assertAdmin(request.viewer)
+        const row = await catalogue.writeSensor(db, request.body, request.viewer, await catalogue.findSensor(db, idParam(request)))
+        return (await presentSensors([row]))[0]
+      }
+    })
+  }
+
+  // measurements
+  app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', true), async (request, reply) => {
+    const { query, done } = page(request, reply, catalogue.measurementFilters)
+    return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
+  })
+  app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', false), async (request: FastifyRequest) =>
+    catalogue.presentMeasurement(await catalogue.findMeasurement(db, idParam(request))))
+  app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201, false), async (request, reply) => {
+    const row = await catalogue.writeMeasurement(db, request.body, request.viewer)
+    reply.code(201)
+    return catalogue.presentMeasurement(row)
+  })
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/measurements/:id',
+      ...write('measurements', 'Change a measurement (admins)', `${method.toLowerCase()}Measurement`, 200, true),
+      handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
+        catalogue.assertAdmin(request.viewer)
+        return catalogue.presentMeasurement(await catalogue.writeMeasurement(db, request.body, request.viewer, await catalogue.findMeasurement(db, idParam(request))))
+      }
+    })
+  }
+
+  // kits (older form)
+  app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', true), async (request, reply) => {
+    const { query, done } = page(request, reply, catalogue.kitFilters)
+    return await catalogue.presentKits(db, done(await listPage(db, kits, query, kits.id)))
+  })
+  app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', false), async (request: FastifyRequest) =>
+    (await catalogue.presentKits(db, [await catalogue.findKit(db, idParam(request))]))[0])
+
+  // tags
+  app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', true), async (request, reply) => {
+    const { query, done } = page(request, reply, catalogue.tagFilters)
+    return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
+  })
+  app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', false), async (request: FastifyRequest) =>
+    catalogue.presentTag(await catalogue.findTag(db, idParam(request))))
+  app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201, false), async (request, reply) => {
+    const row = await catalogue.writeTag(db, request.body, request.viewer)
+    reply.code(201)
+    return catalogue.presentTag(row)
+  })
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/tags/:id',
+      ...write('tags', 'Change a tag (admins)', `${method.toLowerCase()}Tag`, 200, true),
+      handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
+        catalogue.assertAdmin(request.viewer)
+        return catalogue.presentTag(await catalogue.writeTag(db, request.body, request.viewer, await catalogue.findTag(db, idParam(request))))
+      }
+    })
+  }
+  app.delete('/tags/:id', { schema: { tags: ['tags'], summary: 'Delete a tag and remove it from every device (admins)', operationId: 'deleteTag', params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } } }, async (request) => {
+    catalogue.assertAdmin(request.viewer)
+    await catalogue.deleteTag(db, await catalogue.findTag(db, idParam(request)), request.viewer)
+    return { message: 'OK' }
+  })
+
+  // tag sensors
+  app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', true), async (request, reply) => {
+    const { query, done } = page(request, reply, catalogue.tagSensorFilters)
+    return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
+  })
+  app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', false), async (request: FastifyRequest) =>
+    catalogue.presentTagSensor(await catalogue.findTagSensor(db, idParam(request))))
+  app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201, false), async (request, reply) => {
+    const row = await catalogue.writeTagSensor(db, request.body, request.viewer)
+    reply.code(201)
+    return catalogue.presentTagSensor(row)
+  })
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/tag_sensors/:id',
+      ...write('tags', 'Change a tag of sensors (admins)', `${method.toLowerCase()}TagSensor`, 200, true),
+      handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
+        catalogue.assertAdmin(request.viewer)
+        return catalogue.presentTagSensor(await catalogue.writeTagSensor(db, request.body, request.viewer, await catalogue.findTagSensor(db, idParam(request))))
+      }
+    })
+  }
+  app.delete('/tag_sensors/:id', { schema: { tags: ['tags'], summary: 'Delete a tag of sensors (admins)', operationId: 'deleteTagSensor', params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } } }, async (request) => {
+    catalogue.assertAdmin(request.viewer)
+    await catalogue.deleteTagSensor(db, await catalogue.findTagSensor(db, idParam(request)), request.viewer)
+    return { message: 'OK' }
+  })
+}

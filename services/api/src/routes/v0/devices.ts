@@ -1,0 +1,153 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { compileListQuery, DeviceBody, type DeviceRow, deviceService, isAdmin, type MapBody, OkMessage, presentDevices } from '@esp/domain'
+import { baseUrl, errorResponses, rawQuery, requireViewer, setPaginationHeaders } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+
+const Id = Type.Object({ id: Type.String({ maxLength: 20 }) })
+const ListQuery = Type.Object({
+  page: Type.Optional(Type.String()),
+  per_page: Type.Optional(Type.String()),
+  near: Type.Optional(Type.String({ description: '"<latitude>,<longitude>": nearest first, within `within` km (1000 by default)' })),
+  within: Type.Optional(Type.String()),
+  with_tags: Type.Optional(Type.String({ description: 'tag names separated by |: devices with any of them' }))
+}, { additionalProperties: true })
+
+const WorldMapItem = Type.Object({}, { additionalProperties: true })
+
+/** Serves a precomputed map body: 304 on a matching ETag, else the best encoding the client accepts. */
+function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, cacheControl: string): FastifyReply {
+  reply.header('etag', body.etag).header('cache-control', cacheControl).header('vary', 'accept-encoding')
+  const match = request.headers['if-none-match']
+  if (match !== undefined && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === body.etag)) return reply.code(304).send()
+  reply.type('application/json; charset=utf-8')
+  const query = rawQuery(request)
+  // pretty and JSON-P rewrite the body, so they get the plain rendering.
+  if (query.has('pretty') || query.has('callback')) return reply.send(body.json)
+  const accepted = String(request.headers['accept-encoding'] ?? '')
+  if (/\bbr\b/.test(accepted)) return reply.header('content-encoding', 'br').send(body.br)
+  if (/\bgzip\b/.test(accepted)) return reply.header('content-encoding', 'gzip').send(body.gzip)
+  return reply.send(body.json)
+}
+
+/** Contract: Devices. Lists with filters, the world maps, one device, and its writes. */
+export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['devices']
+  const present = async (request: FastifyRequest, rows: DeviceRow[], options: { withData: boolean, creation?: boolean }) =>
+    await presentDevices(ctx.database.db, rows, { viewer: request.viewer, baseUrl: baseUrl(request), now: ctx.clock(), ...options })
+
+  app.get('/devices', {
+    schema: {
+      tags,
+      summary: 'List devices with their data, kit and owner (paginated; q[<key>_<matcher>] filters; near; with_tags)',
+      operationId: 'listDevices',
+      querystring: ListQuery,
+      response: { 200: Type.Array(Type.Ref('Device')), ...errorResponses(400, 401, 429) }
+    }
+  }, async (request, reply) => {
+    const query = compileListQuery(rawQuery(request), deviceService.deviceFilters, { admin: isAdmin(request.viewer), defaultOrder: deviceService.deviceDefaultOrder })
+    const { rows, total } = await deviceService.listDevices(ctx.database.db, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
+    setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
+    return await present(request, rows, { withData: true })
+  })
+
+  app.get('/devices/world_map', {
+    schema: {
+      tags,
+      summary: 'Every public device with a location, for the map (not paginated; ETag; gzip or br)',
+      operationId: 'worldMap',
+      response: { 200: Type.Array(WorldMapItem), ...errorResponses(429) }
+    }
+  }, async (request, reply) => sendMap(request, reply, await ctx.worldMap.publicMap(), 'public, max-age=30'))
+
+  app.get('/devices/fresh_world_map', {
+    schema: {
+      tags,
+      summary: 'The world map with the private devices the caller may see (their own; every one for admins)',
+      operationId: 'freshWorldMap',
+      response: { 200: Type.Array(WorldMapItem), ...errorResponses(401, 429) }
+    }
+  }, async (request, reply) => sendMap(request, reply, await ctx.worldMap.forViewer(request.viewer), request.viewer === null ? 'public, max-age=30' : 'private, no-cache'))
+
+  app.get('/devices/:id', {
+    schema: {
+      tags,
+      summary: 'One device, with the latest value of each sensor',
+      operationId: 'getDevice',
+      params: Id,
+      response: { 200: Type.Ref('Device'), ...errorResponses(401, 403, 404, 429) }
+    }
+  }, async (request) => {
+    const row = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, request.viewer)
+    const [view] = await present(request, [row], { withData: true })
+    return view
+  })
+
+  app.post('/devices', {
+    schema: {
+      tags,
+      summary: 'Add a device; the caller becomes its owner',
+      operationId: 'createDevice',
+      body: DeviceBody,
+      response: { 201: Type.Ref('Device'), ...errorResponses(400, 401, 422, 429) }
+    }
+  }, async (request, reply) => {
+    const viewer = requireViewer(request)
+    const row = await deviceService.createDevice(ctx.database.db, request.body, viewer, { now: ctx.clock() })
+    reply.code(201)
+    const [view] = await present(request, [row], { withData: true, creation: true })
+    return view
+  })
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/devices/:id',
+      schema: {
+        tags,
+        summary: 'Change a device (owner or admin)',
+        operationId: method === 'PATCH' ? 'updateDevice' : 'replaceDevice',
+        params: Id,
+        body: Type.Optional(DeviceBody),
+        response: { 200: Type.Ref('Device'), ...errorResponses(400, 401, 403, 404, 422, 429) }
+      },
+      handler: async (request) => {
+        const viewer = requireViewer(request)
+        const device = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, viewer)
+        const row = await deviceService.updateDevice(ctx.database.db, device, request.body ?? {}, viewer, { now: ctx.clock() })
+        const [view] = await present(request, [row], { withData: true })
+        return view
+      }
+    })
+  }
+
+  app.delete('/devices/:id', {
+    schema: {
+      tags,
+      summary: 'Archive a device (owner or admin); it is purged with its readings after the grace period',
+      operationId: 'deleteDevice',
+      params: Id,
+      response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) }
+    }
+  }, async (request) => {
+    const viewer = requireViewer(request)
+    const device = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, viewer)
+    await deviceService.archiveDevice(ctx.database.db, device, viewer, ctx.clock())
+    return { message: 'OK' }
+  })
+
+  app.post('/devices/:id/restore', {
+    schema: {
+      tags,
+      summary: 'Bring back an archived device during the grace period (admins)',
+      operationId: 'restoreDevice',
+      params: Id,
+      response: { 200: Type.Ref('Device'), ...errorResponses(401, 403, 404, 429) }
+    }
+  }, async (request) => {
+    const row = await deviceService.restoreDevice(ctx.database.db, request.params.id, requireViewer(request), ctx.clock())
+    const [view] = await present(request, [row], { withData: true })
+    return view
+  })
+}

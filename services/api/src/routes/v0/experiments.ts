@@ -1,0 +1,84 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { experiments } from '@esp/db'
+import { compileListQuery, experimentService, isAdmin, listPage, OkMessage } from '@esp/domain'
+import { errorResponses, rawQuery, requireViewer, setPaginationHeaders } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+
+const Id = Type.Object({ id: Type.String({ maxLength: 20 }) })
+const Experiment = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  owner_id: Type.Integer(),
+  active: Type.Boolean({ description: 'started (or no start) and not ended (or no end)' }),
+  is_test: Type.Boolean(),
+  starts_at: Type.Union([Type.String(), Type.Null()]),
+  ends_at: Type.Union([Type.String(), Type.Null()]),
+  device_ids: Type.Array(Type.Integer(), { description: 'only the devices the caller may see' }),
+  created_at: Type.String(),
+  updated_at: Type.String()
+})
+const Body = Type.Optional(Type.Object({
+  name: Type.Optional(Type.Unknown()),
+  description: Type.Optional(Type.Unknown()),
+  starts_at: Type.Optional(Type.Unknown()),
+  ends_at: Type.Optional(Type.Unknown()),
+  is_test: Type.Optional(Type.Unknown()),
+  device_ids: Type.Optional(Type.Unknown({ description: 'ids of devices the caller may see' })),
+  'device_ids[]': Type.Optional(Type.Unknown())
+}))
+
+/** Contract: Experiments, at `/experiments/:id` and the contract's `/experiment/:id`. */
+export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['experiments']
+  const db = ctx.database.db
+  const present = async (request: FastifyRequest, rows: Array<typeof experiments.$inferSelect>) =>
+    await experimentService.presentExperiments(db, rows, request.viewer, ctx.clock())
+
+  app.get('/experiments', {
+    schema: { tags, summary: 'Experiments (paginated; filters on id, name, description, owner_id, is_test, starts_at, ends_at, created_at, updated_at)', operationId: 'listExperiments', response: { 200: Type.Array(Experiment), ...errorResponses(400, 429) } }
+  }, async (request, reply) => {
+    const query = compileListQuery(rawQuery(request), experimentService.experimentFilters, { admin: isAdmin(request.viewer), defaultOrder: experimentService.experimentDefaultOrder })
+    const result = await listPage(db, experiments, query, experiments.id)
+    setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total: result.total })
+    return await present(request, result.rows)
+  })
+
+  app.post('/experiments', {
+    schema: { tags, summary: 'Start an experiment; the caller owns it', operationId: 'createExperiment', body: Body, response: { 201: Experiment, ...errorResponses(400, 401, 422, 429) } }
+  }, async (request, reply) => {
+    const row = await experimentService.createExperiment(db, request.body ?? {}, requireViewer(request), ctx.clock())
+    reply.code(201)
+    return (await present(request, [row]))[0]
+  })
+
+  for (const base of ['/experiments/:id', '/experiment/:id']) {
+    const legacy = base.startsWith('/experiment/')
+    app.get(base, {
+      schema: { tags, summary: 'One experiment', operationId: legacy ? 'getExperimentOlderPath' : 'getExperiment', params: Id, response: { 200: Experiment, ...errorResponses(404, 429) } }
+    }, async (request) => (await present(request, [await experimentService.findExperiment(db, request.params.id)]))[0])
+
+    for (const method of ['PATCH', 'PUT'] as const) {
+      app.route({
+        method,
+        url: base,
+        schema: { tags, summary: 'Change an experiment (owner or admin)', operationId: `${method.toLowerCase()}Experiment${legacy ? 'OlderPath' : ''}`, params: Id, body: Body, response: { 200: Experiment, ...errorResponses(400, 401, 403, 404, 422, 429) } },
+        handler: async (request: FastifyRequest<{ Params: { id: string }, Body: unknown }>) => {
+          const viewer = requireViewer(request)
+          const row = await experimentService.updateExperiment(db, await experimentService.findExperiment(db, request.params.id), request.body ?? {}, viewer, ctx.clock())
+          return (await present(request, [row]))[0]
+        }
+      })
+    }
+
+    app.delete(base, {
+      schema: { tags, summary: 'Delete an experiment (owner or admin)', operationId: legacy ? 'deleteExperimentOlderPath' : 'deleteExperiment', params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } }
+    }, async (request) => {
+      const viewer = requireViewer(request)
+      await experimentService.deleteExperiment(db, await experimentService.findExperiment(db, request.params.id), viewer)
+      return { message: 'OK' }
+    })
+  }
+}
