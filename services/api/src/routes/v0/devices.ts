@@ -15,6 +15,17 @@ const ListQuery = Type.Object({
 
 const WorldMapItem = Type.Object({}, { additionalProperties: true })
 
+/** Encodings of an Accept-Encoding header, without those refused with q=0. */
+function acceptedEncodings (header: string | undefined): Set<string> {
+  const result = new Set<string>()
+  for (const part of (header ?? '').split(',')) {
+    const [name = '', ...params] = part.trim().toLowerCase().split(';')
+    const q = params.map((p) => /^\s*q=([\d.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined)
+    if (name !== '' && (q === undefined || Number(q) > 0)) result.add(name)
+  }
+  return result
+}
+
 /** Serves a precomputed map body: 304 on a matching ETag, else the best encoding the client accepts. */
 function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, cacheControl: string): FastifyReply {
   reply.header('etag', body.etag).header('cache-control', cacheControl).header('vary', 'accept-encoding')
@@ -24,9 +35,9 @@ function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, c
   const query = rawQuery(request)
   // pretty and JSON-P rewrite the body, so they get the plain rendering.
   if (query.has('pretty') || query.has('callback')) return reply.send(body.json)
-  const accepted = String(request.headers['accept-encoding'] ?? '')
-  if (/\bbr\b/.test(accepted)) return reply.header('content-encoding', 'br').send(body.br)
-  if (/\bgzip\b/.test(accepted)) return reply.header('content-encoding', 'gzip').send(body.gzip)
+  const accepted = acceptedEncodings(request.headers['accept-encoding'])
+  if (accepted.has('br')) return reply.header('content-encoding', 'br').send(body.br)
+  if (accepted.has('gzip')) return reply.header('content-encoding', 'gzip').send(body.gzip)
   return reply.send(body.json)
 }
 
