@@ -1,11 +1,12 @@
 import { and, asc, eq, inArray, ne, sql, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 import { deviceTags, type Executor, isPgCode, kits, kitSensors, measurements, PgCode, sensors, sensorTags, tags, tagSensors } from '@esp/db'
-import { errors, type FieldErrors } from '../errors.js'
+import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import type { FilterSpec } from '../lists/filter-compiler.js'
 import { compileCalibration } from '../readings/calibration.js'
 import { formatTimestamp } from '../time.js'
+import { asBody, BodyReader } from '../validation/body-reader.js'
 
 type SensorRow = typeof sensors.$inferSelect
 type MeasurementRow = typeof measurements.$inferSelect
@@ -81,9 +82,8 @@ export async function sensorExtras (db: Executor, rows: SensorRow[]): Promise<Se
   return { measurements: new Map(ms.map((m) => [m.id, m])), tags: tagMap }
 }
 
-/** Contract: Sensor, with the embedded measurement (behaviour.md §13 key order). */
-export function presentSensor (s: SensorRow, extras: SensorExtras) {
-  const m = s.measurementId === null ? undefined : extras.measurements.get(s.measurementId)
+/** Contract: Sensor, with the embedded measurement (behaviour.md §13 key order); a device's sensors add their readings to it. */
+export function presentSensor (s: SensorRow, m: MeasurementRow | null | undefined, tags: string[]) {
   return {
     id: s.id,
     uuid: s.uuid,
@@ -92,60 +92,24 @@ export function presentSensor (s: SensorRow, extras: SensorExtras) {
     name: s.name,
     description: s.description,
     unit: s.unit,
-    tags: extras.tags.get(s.id) ?? [],
+    tags,
     datasheet: s.datasheet,
     unit_definition: s.unitDefinition,
     measurement_id: s.measurementId,
     default_key: s.defaultKey,
     created_at: formatTimestamp(s.createdAt),
     updated_at: formatTimestamp(s.updatedAt),
-    measurement: m === undefined ? null : { id: m.id, uuid: m.uuid, name: m.name, description: m.description, definition: m.definition }
+    measurement: m === undefined || m === null ? null : { id: m.id, uuid: m.uuid, name: m.name, description: m.description, definition: m.definition }
   }
 }
+
+export const presentSensorWith = (s: SensorRow, extras: SensorExtras) =>
+  presentSensor(s, s.measurementId === null ? null : extras.measurements.get(s.measurementId), extras.tags.get(s.id) ?? [])
 
 export const findSensor = async (db: Executor, raw: string): Promise<SensorRow> =>
   await one(db.select().from(sensors).where(eq(sensors.id, idOf('Sensor', raw))), 'Sensor', Number(raw))
 
-// ---------------------------------------------------------------- field reading for writes
-
-type Body = Record<string, unknown>
-const asBody = (raw: unknown): Body => typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw as Body : {}
-
-class Fields {
-  readonly problems: FieldErrors = {}
-  constructor (readonly body: Body, private readonly creating: boolean) {}
-  add (field: string, message: string): void { (this.problems[field] ??= []).push(message) }
-
-  /** A text field: required ones may not be blank on creation, nor be cleared later. */
-  text (field: string, required: boolean, max = 5000): string | null | undefined {
-    const value = this.body[field]
-    if (value === undefined) {
-      if (required && this.creating) this.add(field, "can't be blank")
-      return undefined
-    }
-    if (value !== null && typeof value !== 'string') { this.add(field, 'must be a string'); return undefined }
-    const text = value === null ? '' : value.trim()
-    if (text === '') {
-      if (required) this.add(field, "can't be blank")
-      return null
-    }
-    if (text.length > max) { this.add(field, `is too long (maximum is ${max} characters)`); return undefined }
-    return text
-  }
-
-  id (field: string): number | null | undefined {
-    const value = this.body[field]
-    if (value === undefined) return undefined
-    if (value === null || value === '') return null
-    const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
-    if (!Number.isInteger(n) || n < 1) { this.add(field, 'must be an id'); return undefined }
-    return n
-  }
-
-  check (): void {
-    if (Object.keys(this.problems).length > 0) throw errors.unprocessable(this.problems)
-  }
-}
+// ---------------------------------------------------------------- writes
 
 const defined = <T extends object>(values: T): Partial<T> =>
   Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as Partial<T>
@@ -160,7 +124,7 @@ async function uniqueName<T> (work: () => Promise<T>): Promise<T> {
   }
 }
 
-async function assertExists (db: Executor, table: PgTable, column: PgColumn, id: number | null | undefined, field: string, fields: Fields): Promise<void> {
+async function assertExists (db: Executor, table: PgTable, column: PgColumn, id: number | null | undefined, field: string, fields: BodyReader): Promise<void> {
   if (id === null || id === undefined) return
   const rows = await db.select({ id: column }).from(table).where(eq(column, id)).limit(1)
   if (rows.length === 0) fields.add(field, 'does not exist')
@@ -168,16 +132,16 @@ async function assertExists (db: Executor, table: PgTable, column: PgColumn, id:
 
 export async function writeSensor (db: Executor, raw: unknown, viewer: Viewer | null, existing?: SensorRow): Promise<SensorRow> {
   assertAdmin(viewer)
-  const f = new Fields(asBody(raw), existing === undefined)
+  const f = new BodyReader(asBody(raw), existing === undefined)
   const values = defined({
-    name: f.text('name', true, 255) ?? undefined,
-    description: f.text('description', true),
-    unit: f.text('unit', false, 255),
-    datasheet: f.text('datasheet', false, 2048),
-    unitDefinition: f.text('unit_definition', false, 2048),
-    defaultKey: f.text('default_key', false, 255),
-    equation: f.text('equation', false, 1000),
-    reverseEquation: f.text('reverse_equation', false, 1000),
+    name: f.text('name', { max: 255, required: true }) ?? undefined,
+    description: f.text('description', { required: true }),
+    unit: f.text('unit', { max: 255 }),
+    datasheet: f.text('datasheet', { max: 2048 }),
+    unitDefinition: f.text('unit_definition', { max: 2048 }),
+    defaultKey: f.text('default_key', { max: 255 }),
+    equation: f.text('equation', { max: 1000 }),
+    reverseEquation: f.text('reverse_equation', { max: 1000 }),
     measurementId: f.id('measurement_id'),
     parentId: f.id('parent_id')
   })
@@ -197,12 +161,12 @@ export async function writeSensor (db: Executor, raw: unknown, viewer: Viewer | 
 
 export async function writeMeasurement (db: Executor, raw: unknown, viewer: Viewer | null, existing?: MeasurementRow): Promise<MeasurementRow> {
   assertAdmin(viewer)
-  const f = new Fields(asBody(raw), existing === undefined)
+  const f = new BodyReader(asBody(raw), existing === undefined)
   const values = defined({
-    name: f.text('name', true, 255) ?? undefined,
-    description: f.text('description', true),
-    unit: f.text('unit', false, 255),
-    definition: f.text('definition', false, 2048)
+    name: f.text('name', { max: 255, required: true }) ?? undefined,
+    description: f.text('description', { required: true }),
+    unit: f.text('unit', { max: 255 }),
+    definition: f.text('definition', { max: 2048 })
   })
   f.check()
   return await uniqueName(async () => existing === undefined
@@ -235,7 +199,7 @@ export async function presentKits (db: Executor, rows: KitRow[]) {
     description: k.description,
     created_at: formatTimestamp(k.createdAt),
     updated_at: formatTimestamp(k.updatedAt),
-    sensors: links.filter((l) => l.kitId === k.id).map((l) => ({ ...presentSensor(l.sensor, extras), key: l.key }))
+    sensors: links.filter((l) => l.kitId === k.id).map((l) => ({ ...presentSensorWith(l.sensor, extras), key: l.key }))
   }))
 }
 
@@ -265,8 +229,8 @@ export async function findTag (db: Executor, key: string): Promise<TagRow> {
 
 export async function writeTag (db: Executor, raw: unknown, viewer: Viewer | null, existing?: TagRow): Promise<TagRow> {
   assertAdmin(viewer)
-  const f = new Fields(asBody(raw), existing === undefined)
-  const values = defined({ name: f.text('name', true, 255) ?? undefined, description: f.text('description', false) })
+  const f = new BodyReader(asBody(raw), existing === undefined)
+  const values = defined({ name: f.text('name', { max: 255, required: true }) ?? undefined, description: f.text('description') })
   if (values.name !== undefined) {
     const clash = await db.select({ id: tags.id }).from(tags)
       .where(and(sql`lower(${tags.name}) = lower(${values.name})`, existing === undefined ? undefined : ne(tags.id, existing.id))).limit(1)
@@ -301,8 +265,8 @@ export const findTagSensor = async (db: Executor, raw: string): Promise<TagSenso
 
 export async function writeTagSensor (db: Executor, raw: unknown, viewer: Viewer | null, existing?: TagSensorRow): Promise<TagSensorRow> {
   assertAdmin(viewer)
-  const f = new Fields(asBody(raw), existing === undefined)
-  const values = defined({ name: f.text('name', true, 255) ?? undefined, description: f.text('description', false) })
+  const f = new BodyReader(asBody(raw), existing === undefined)
+  const values = defined({ name: f.text('name', { max: 255, required: true }) ?? undefined, description: f.text('description') })
   f.check()
   return await uniqueName(async () => existing === undefined
     ? await one(db.insert(tagSensors).values({ ...values, name: values.name ?? '' }).returning(), 'TagSensor', 0)

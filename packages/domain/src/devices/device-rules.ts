@@ -1,4 +1,5 @@
 import type { FieldErrors } from '../errors.js'
+import { asBody, type Body, BodyReader } from '../validation/body-reader.js'
 import { isAdmin, isPrivileged, type Viewer } from '../auth/viewer.js'
 
 /** A device write after parsing: undefined = not sent, null = cleared. */
@@ -41,8 +42,6 @@ const TOKEN = /^[A-Za-z0-9_-]{4,64}$/
 const NAME_MAX = 255
 const TEXT_MAX = 5000
 
-type Body = Record<string, unknown>
-
 /**
  * The nested forms some clients send (`location: {latitude}`, `data_policy: {is_private}`,
  * `notify: {low_battery}`, a Rails-style `device: {...}` wrapper) flattened into the flat keys of
@@ -64,49 +63,6 @@ function flatten (body: Body): Body {
   }
 }
 
-class Reader {
-  readonly errors: FieldErrors = {}
-  constructor (private readonly body: Body) {}
-
-  add (field: string, message: string): void { (this.errors[field] ??= []).push(message) }
-  has (field: string): boolean { return this.body[field] !== undefined }
-
-  text (field: string, max: number, options: { nullable?: boolean } = {}): string | null | undefined {
-    const value = this.body[field]
-    if (value === undefined) return undefined
-    if (value === null || (typeof value === 'string' && value.trim() === '' && options.nullable === true)) {
-      if (options.nullable === true) return null
-      this.add(field, "can't be blank")
-      return undefined
-    }
-    if (typeof value !== 'string' && typeof value !== 'number') { this.add(field, 'must be a string'); return undefined }
-    const text = String(value).trim()
-    if (text.length > max) { this.add(field, `is too long (maximum is ${max} characters)`); return undefined }
-    return text
-  }
-
-  /** Clients send booleans as JSON booleans, form strings, or the Python client's "True"/"False". */
-  bool (field: string): boolean | undefined {
-    const value = this.body[field]
-    if (value === undefined || value === null || value === '') return undefined
-    if (typeof value === 'boolean') return value
-    if (value === 1 || value === 0) return value === 1
-    if (typeof value === 'string' && /^(true|false|1|0)$/i.test(value.trim())) return /^(true|1)$/i.test(value.trim())
-    this.add(field, 'must be true or false')
-    return undefined
-  }
-
-  number (field: string, min: number, max: number): number | null | undefined {
-    const value = this.body[field]
-    if (value === undefined) return undefined
-    if (value === null || value === '') return null
-    const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/.test(value) ? Number(value) : Number.NaN
-    if (!Number.isFinite(n)) { this.add(field, 'is not a number'); return undefined }
-    if (n < min || n > max) { this.add(field, `must be between ${min} and ${max}`); return undefined }
-    return n
-  }
-}
-
 export interface RuleOptions { creating: boolean, viewer: Viewer }
 
 /**
@@ -115,17 +71,14 @@ export interface RuleOptions { creating: boolean, viewer: Viewer }
  * unpermitted parameter; `state` is automatic and never read from a body.
  */
 export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: DeviceInput, errors: FieldErrors } {
-  const body = flatten(typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw as Body : {})
-  const r = new Reader(body)
+  const body = flatten(asBody(raw))
+  const r = new BodyReader(body, options.creating)
   const input: DeviceInput = {}
 
-  const name = r.text('name', NAME_MAX)
-  if (name !== undefined && name !== null) {
-    if (name === '') r.add('name', "can't be blank")
-    else input.name = name
-  } else if (options.creating && !r.has('name')) r.add('name', "can't be blank")
+  const name = r.text('name', { max: NAME_MAX, required: true })
+  if (typeof name === 'string') input.name = name
 
-  const description = r.text('description', TEXT_MAX, { nullable: true })
+  const description = r.text('description', { max: TEXT_MAX })
   if (description !== undefined) input.description = description
 
   if (r.has('mac_address')) {
@@ -191,7 +144,7 @@ export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: D
   }
 
   for (const part of ['name', 'type', 'version', 'slug'] as const) {
-    const value = r.text(`hardware_${part}_override`, NAME_MAX, { nullable: true })
+    const value = r.text(`hardware_${part}_override`, { max: NAME_MAX })
     if (value !== undefined) input[`hardware${part[0]?.toUpperCase() ?? ''}${part.slice(1)}Override` as 'hardwareNameOverride'] = value
   }
 
@@ -205,13 +158,13 @@ export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: D
   if (post !== undefined && post !== null && isPrivileged(options.viewer)) {
     if (typeof post !== 'object' || Array.isArray(post)) r.add('postprocessing_attributes', 'must be an object')
     else {
-      const p = new Reader(post as Body)
+      const p = new BodyReader(post as Body)
       const result: PostprocessingInput = {}
-      const blueprint = p.text('blueprint_url', 2048, { nullable: true })
+      const blueprint = p.text('blueprint_url', { max: 2048 })
       if (blueprint !== undefined) result.blueprintUrl = blueprint
-      const hardware = p.text('hardware_url', 2048, { nullable: true })
+      const hardware = p.text('hardware_url', { max: 2048 })
       if (hardware !== undefined) result.hardwareUrl = hardware
-      const params = p.text('forwarding_params', 2048, { nullable: true })
+      const params = p.text('forwarding_params', { max: 2048 })
       if (params !== undefined) result.forwardingParams = params
       const meta = (post as Body).meta
       if (meta !== undefined) result.meta = meta === null ? null : typeof meta === 'string' ? meta : JSON.stringify(meta)

@@ -43,8 +43,6 @@ export const deviceFilters: FilterSpec = {
   is_test: { column: devices.isTest, type: 'boolean', adminOnly: true }
 }
 
-export const deviceDefaultOrder = [asc(devices.id)]
-
 export interface DeviceServiceOptions {
   now: Date
   /** the blur's randomness; tests pass a fixed one */
@@ -96,7 +94,7 @@ export async function listDevices (db: Executor, query: ListQuery, params: Devic
     if (!Number.isFinite(within) || within <= 0) throw errors.badRequest('within must be a positive number of kilometres', { within: ['must be a positive number of kilometres'] })
     const distance = distanceKm(lat, lng)
     conditions.push(sql`${devices.latitude} is not null and ${distance} <= ${within}`)
-    order = [sql`${distance} asc`, ...query.orderBy.filter((o) => o !== deviceDefaultOrder[0])]
+    order = [sql`${distance} asc`, ...query.orderBy]
   }
   return await listPage(db, devices, query, devices.id, and(...conditions), order)
 }
@@ -212,7 +210,7 @@ function columnsOf (input: DeviceInput) {
   }
 }
 
-/** POST /devices: any authenticated user, who becomes the owner; a unique token is issued. */
+/** POST /devices: every authenticated user may add devices and owns them; a unique token is issued. */
 export async function createDevice (db: Db, body: unknown, viewer: Viewer | null, options: DeviceServiceOptions): Promise<DeviceRow> {
   if (viewer === null) throw errors.unauthorized()
   const { input, errors: problems } = parseDeviceBody(body, { creating: true, viewer })
@@ -312,7 +310,7 @@ export async function restoreDevice (db: Db, id: string, viewer: Viewer | null, 
     const [row] = await tx.update(devices).set({
       archivedAt: null,
       macAddress,
-      state: stateFor({ ...device, macAddress, archivedAt: null, state: device.lastReadingAt === null ? 'not_configured' : 'has_published' }),
+      state: stateFor({ ...device, macAddress, archivedAt: null }),
       updatedAt: now
     }).where(eq(devices.id, device.id)).returning()
     if (row === undefined) throw errors.notFound('Device', device.id)

@@ -4,6 +4,7 @@ import {
   postprocessings, sensors, sensorTags, tags, tagSensors, users
 } from '@esp/db'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
+import { presentSensor } from '../catalogue/catalogue-service.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp } from '../time.js'
 import { FILTERED, pictureUrl, userLocation, type UserRow } from '../users/user-presenter.js'
@@ -136,32 +137,17 @@ export function locationOf (device: DeviceRow) {
   }
 }
 
-function presentSensor (entry: SensorReading) {
-  const { sensor, measurement, latest } = entry
+function presentSensorReading (entry: SensorReading) {
+  const { sensor, latest } = entry
   return {
-    id: sensor.id,
-    uuid: sensor.uuid,
-    parent_id: sensor.parentId,
-    ancestry: sensor.parentId === null ? null : String(sensor.parentId),
-    name: sensor.name,
+    ...presentSensor(sensor, entry.measurement, entry.tags),
     // The connector's model requires a string here (clients.md §4.26).
     description: sensor.description ?? '',
-    unit: sensor.unit,
-    created_at: formatTimestamp(sensor.createdAt),
-    updated_at: formatTimestamp(sensor.updatedAt),
-    measurement_id: sensor.measurementId,
-    default_key: sensor.defaultKey,
-    datasheet: sensor.datasheet,
-    unit_definition: sensor.unitDefinition,
-    measurement: measurement === null
-      ? null
-      : { id: measurement.id, uuid: measurement.uuid, name: measurement.name, description: measurement.description, definition: measurement.definition },
     value: latest?.value ?? null,
     raw_value: latest?.rawValue ?? null,
     prev_value: latest?.prevValue ?? null,
     prev_raw_value: latest?.prevRawValue ?? null,
-    last_reading_at: formatTimestamp(latest?.recordedAt ?? null),
-    tags: entry.tags
+    last_reading_at: formatTimestamp(latest?.recordedAt ?? null)
   }
 }
 
@@ -180,7 +166,7 @@ function presentData (device: DeviceRow, readings: SensorReading[], location: Re
     calibrated_at: formatTimestamp(addedAt),
     firmware: typeof status?.sam_ver === 'string' ? status.sam_ver : null,
     location,
-    sensors: readings.map(presentSensor)
+    sensors: readings.map(presentSensorReading)
   }
 }
 

@@ -1,11 +1,12 @@
 import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
 import { type Db, devices, type Executor, experimentDevices, experiments } from '@esp/db'
-import { errors, type FieldErrors } from '../errors.js'
+import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import { canManage, visibleTo } from '../devices/device-view.js'
 import type { FilterSpec } from '../lists/filter-compiler.js'
 import { parseTimeParam } from '../readings/time-params.js'
 import { formatTimestamp } from '../time.js'
+import { asBody, BodyReader } from '../validation/body-reader.js'
 
 type ExperimentRow = typeof experiments.$inferSelect
 
@@ -20,7 +21,6 @@ export const experimentFilters: FilterSpec = {
   created_at: { column: experiments.createdAt, type: 'timestamp' },
   updated_at: { column: experiments.updatedAt, type: 'timestamp' }
 }
-export const experimentDefaultOrder = [asc(experiments.id)]
 
 /** Active when started (or no start) and not ended (or no end). */
 export const isActive = (e: Pick<ExperimentRow, 'startsAt' | 'endsAt'>, now: Date): boolean =>
@@ -65,24 +65,15 @@ export async function findExperiment (db: Executor, raw: string): Promise<Experi
 interface ExperimentInput { name?: string, description?: string | null, isTest?: boolean, startsAt?: Date | null, endsAt?: Date | null, deviceIds?: number[] }
 
 async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: ExperimentRow | undefined, now: Date): Promise<ExperimentInput> {
-  const body = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw as Record<string, unknown> : {}
-  const problems: FieldErrors = {}
-  const add = (field: string, message: string): void => { (problems[field] ??= []).push(message) }
+  const r = new BodyReader(asBody(raw), existing === undefined)
+  const body = r.body
   const input: ExperimentInput = {}
-  if (body.name !== undefined || existing === undefined) {
-    if (typeof body.name !== 'string' || body.name.trim() === '') add('name', "can't be blank")
-    else if (body.name.length > 255) add('name', 'is too long (maximum is 255 characters)')
-    else input.name = body.name.trim()
-  }
-  if (body.description !== undefined) {
-    if (body.description !== null && typeof body.description !== 'string') add('description', 'must be a string')
-    else input.description = body.description === null || body.description.trim() === '' ? null : body.description.trim()
-  }
-  if (body.is_test !== undefined) {
-    if (typeof body.is_test === 'boolean') input.isTest = body.is_test
-    else if (typeof body.is_test === 'string' && /^(true|false)$/i.test(body.is_test)) input.isTest = body.is_test.toLowerCase() === 'true'
-    else add('is_test', 'must be true or false')
-  }
+  const name = r.text('name', { max: 255, required: true })
+  if (typeof name === 'string') input.name = name
+  const description = r.text('description')
+  if (description !== undefined) input.description = description
+  const isTest = r.bool('is_test')
+  if (isTest !== undefined) input.isTest = isTest
   for (const [field, key] of [['starts_at', 'startsAt'], ['ends_at', 'endsAt']] as const) {
     const value = body[field]
     if (value === undefined) continue
@@ -90,17 +81,17 @@ async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: Expe
     try {
       input[key] = parseTimeParam('from', String(value)) ?? null
     } catch {
-      add(field, 'is not a valid ISO8601 date or time')
+      r.add(field, 'is not a valid ISO8601 date or time')
     }
   }
   const startsAt = input.startsAt !== undefined ? input.startsAt : existing?.startsAt ?? null
   const endsAt = input.endsAt !== undefined ? input.endsAt : existing?.endsAt ?? null
-  if (startsAt !== null && endsAt !== null && endsAt < startsAt) add('ends_at', 'is before starts_at')
+  if (startsAt !== null && endsAt !== null && endsAt < startsAt) r.add('ends_at', 'is before starts_at')
   const rawIds = body.device_ids ?? body['device_ids[]']
   if (rawIds !== undefined) {
     const list = Array.isArray(rawIds) ? rawIds : rawIds === null || rawIds === '' ? [] : [rawIds]
     const ids = list.map((v) => typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,9}$/.test(v.trim()) ? Number(v) : Number.NaN)
-    if (ids.some((id) => !Number.isInteger(id) || id < 1)) add('device_ids', 'must be device ids')
+    if (ids.some((id) => !Number.isInteger(id) || id < 1)) r.add('device_ids', 'must be device ids')
     else {
       const unique = [...new Set(ids)]
       const found = unique.length === 0
@@ -110,11 +101,11 @@ async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: Expe
       // A private device of someone else is reported as unknown: its existence is not the caller's to learn.
       const usable = found.filter((d) => !d.isPrivate || canManage(viewer, d))
       const missing = unique.filter((id) => !usable.some((d) => d.id === id))
-      if (missing.length > 0) add('device_ids', `unknown devices: ${missing.join(', ')}`)
+      if (missing.length > 0) r.add('device_ids', `unknown devices: ${missing.join(', ')}`)
       input.deviceIds = unique
     }
   }
-  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
+  r.check()
   return input
 }
 

@@ -105,7 +105,7 @@ function parsePositive (name: string, raw: string | null, fallback: number, max:
  * `q[sort]`/`q[s]` = `<key> asc|desc`, `page`, `per_page`. Values become bound parameters, never
  * SQL text; an unknown key, matcher or value is a 400 that names what is allowed.
  */
-export function compileListQuery (params: URLSearchParams, spec: FilterSpec, options: { admin: boolean, defaultOrder: SQL[] }): ListQuery {
+export function compileListQuery (params: URLSearchParams, spec: FilterSpec, options: { admin: boolean }): ListQuery {
   const conditions: SQL[] = []
   let orderBy: SQL[] | undefined
   const allowed = allowedKeys(spec, options.admin)
@@ -146,7 +146,8 @@ export function compileListQuery (params: URLSearchParams, spec: FilterSpec, opt
   }
   return {
     where: conditions.length === 0 ? undefined : and(...conditions),
-    orderBy: orderBy ?? options.defaultOrder,
+    // Without a sort, listPage orders by id, so pages are stable.
+    orderBy: orderBy ?? [],
     page: parsePositive('page', params.get('page'), 1, 1_000_000),
     perPage: parsePositive('per_page', params.get('per_page'), DEFAULT_PER_PAGE, MAX_PER_PAGE)
   }

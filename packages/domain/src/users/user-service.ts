@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm'
+import { and, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, devices, type Db, type Executor, isPgCode, PgCode, type UserRole, userRoles, users } from '@esp/db'
 import { errors } from '../errors.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
@@ -21,7 +21,6 @@ export const userFilters: FilterSpec = {
   updated_at: { column: users.updatedAt, type: 'timestamp' },
   role: { column: users.role, type: 'text', adminOnly: true }
 }
-export const userDefaultOrder = [asc(users.id)]
 
 const active = isNull(users.archivedAt)
 

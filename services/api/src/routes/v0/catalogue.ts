@@ -25,7 +25,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
 
   /** Filters, sort and page of a catalogue list, with the pagination headers. */
   function page (request: FastifyRequest, reply: FastifyReply, spec: FilterSpec) {
-    const query = compileListQuery(rawQuery(request), spec, { admin: isAdmin(request.viewer), defaultOrder: [] })
+    const query = compileListQuery(rawQuery(request), spec, { admin: isAdmin(request.viewer) })
     return {
       query,
       done: <T>(result: { rows: T[], total: number }): T[] => {
@@ -57,7 +57,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // sensors
   const presentSensors = async (rows: Array<typeof sensors.$inferSelect>) => {
     const extras = await catalogue.sensorExtras(db, rows)
-    return rows.map((s) => catalogue.presentSensor(s, extras))
+    return rows.map((s) => catalogue.presentSensorWith(s, extras))
   }
   app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', true), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)

@@ -27,7 +27,7 @@ function acceptedEncodings (header: string | undefined): Set<string> {
 }
 
 /** Serves a precomputed map body: 304 on a matching ETag, else the best encoding the client accepts. */
-function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, cacheControl: string): FastifyReply {
+async function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, cacheControl: string): Promise<FastifyReply> {
   reply.header('etag', body.etag).header('cache-control', cacheControl).header('vary', 'accept-encoding')
   const match = request.headers['if-none-match']
   if (match !== undefined && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === body.etag)) return reply.code(304).send()
@@ -36,8 +36,8 @@ function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, c
   // pretty and JSON-P rewrite the body, so they get the plain rendering.
   if (query.has('pretty') || query.has('callback')) return reply.send(body.json)
   const accepted = acceptedEncodings(request.headers['accept-encoding'])
-  if (accepted.has('br')) return reply.header('content-encoding', 'br').send(body.br)
-  if (accepted.has('gzip')) return reply.header('content-encoding', 'gzip').send(body.gzip)
+  if (accepted.has('br')) return reply.header('content-encoding', 'br').send(await body.encode('br'))
+  if (accepted.has('gzip')) return reply.header('content-encoding', 'gzip').send(await body.encode('gzip'))
   return reply.send(body.json)
 }
 
@@ -57,7 +57,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       response: { 200: Type.Array(Type.Ref('Device')), ...errorResponses(400, 401, 429) }
     }
   }, async (request, reply) => {
-    const query = compileListQuery(rawQuery(request), deviceService.deviceFilters, { admin: isAdmin(request.viewer), defaultOrder: deviceService.deviceDefaultOrder })
+    const query = compileListQuery(rawQuery(request), deviceService.deviceFilters, { admin: isAdmin(request.viewer) })
     const { rows, total } = await deviceService.listDevices(ctx.database.db, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
     return await present(request, rows, { withData: true })
@@ -70,7 +70,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       operationId: 'worldMap',
       response: { 200: Type.Array(WorldMapItem), ...errorResponses(429) }
     }
-  }, async (request, reply) => sendMap(request, reply, await ctx.worldMap.publicMap(), 'public, max-age=30'))
+  }, async (request, reply) => await sendMap(request, reply, await ctx.worldMap.publicMap(), 'public, max-age=30'))
 
   app.get('/devices/fresh_world_map', {
     schema: {
@@ -79,7 +79,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       operationId: 'freshWorldMap',
       response: { 200: Type.Array(WorldMapItem), ...errorResponses(401, 429) }
     }
-  }, async (request, reply) => sendMap(request, reply, await ctx.worldMap.forViewer(request.viewer), request.viewer === null ? 'public, max-age=30' : 'private, no-cache'))
+  }, async (request, reply) => await sendMap(request, reply, await ctx.worldMap.forViewer(request.viewer), request.viewer === null ? 'public, max-age=30' : 'private, no-cache'))
 
   app.get('/devices/:id', {
     schema: {

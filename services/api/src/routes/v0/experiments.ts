@@ -40,7 +40,7 @@ export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContex
   app.get('/experiments', {
     schema: { tags, summary: 'Experiments (paginated; filters on id, name, description, owner_id, is_test, starts_at, ends_at, created_at, updated_at)', operationId: 'listExperiments', response: { 200: Type.Array(Experiment), ...errorResponses(400, 429) } }
   }, async (request, reply) => {
-    const query = compileListQuery(rawQuery(request), experimentService.experimentFilters, { admin: isAdmin(request.viewer), defaultOrder: experimentService.experimentDefaultOrder })
+    const query = compileListQuery(rawQuery(request), experimentService.experimentFilters, { admin: isAdmin(request.viewer) })
     const result = await listPage(db, experiments, query, experiments.id)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total: result.total })
     return await present(request, result.rows)

@@ -19,7 +19,7 @@ export async function searchRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     // Only page and per_page apply here: a search takes no q[...] filters.
     const params = new URLSearchParams()
     for (const key of ['page', 'per_page']) { const v = rawQuery(request).get(key); if (v !== null) params.set(key, v) }
-    const { page, perPage } = compileListQuery(params, {}, { admin: false, defaultOrder: [] })
+    const { page, perPage } = compileListQuery(params, {}, { admin: false })
     const { total, items } = await search(ctx.database.sql, request.query.q, { page, perPage }, request.viewer, baseUrl(request))
     setPaginationHeaders(request, reply, { page, perPage, total })
     reply.header('cache-control', 'max-age=5, public')

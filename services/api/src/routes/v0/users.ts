@@ -25,7 +25,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
       response: { 200: Type.Array(Type.Ref('User')), ...errorResponses(400, 401, 429) }
     }
   }, async (request, reply) => {
-    const query = compileListQuery(rawQuery(request), userService.userFilters, { admin: isAdmin(request.viewer), defaultOrder: userService.userDefaultOrder })
+    const query = compileListQuery(rawQuery(request), userService.userFilters, { admin: isAdmin(request.viewer) })
     const { rows, total } = await userService.listUsers(ctx.database.db, query)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
     return await renderUsers(ctx, request, rows)
