@@ -12,6 +12,30 @@ export interface IngestFigures {
 
 const SENSORS_12 = [10, 14, 53, 55, 56, 58, 87, 88, 89, 112, 113, 220]
 
+/**
+ * The ceiling every ingest figure is divided by: a plain COPY of as many rows (devices x rows
+ * each, a minute apart) into the same readings table, in the same run. Rows per second.
+ */
+export async function copyCeiling (p: BenchPlatform, deviceCount: number, rowsPerDevice: number, start: number): Promise<number> {
+  const values = deviceCount * rowsPerDevice
+  progress(`COPY of ${values} rows (the ceiling)`)
+  const copyDevices = await makeDevices(p.database, p.userId, deviceCount)
+  const lines: string[] = []
+  copyDevices.forEach((device, d) => {
+    for (let i = 0; i < rowsPerDevice; i++) lines.push(`${device}\t${SENSORS_12[d % SENSORS_12.length] ?? 55}\t${new Date(start + i * 60_000).toISOString()}\t${20 + Math.sin(i)}\t${20 + Math.sin(i)}\n`)
+  })
+  const t0 = performance.now()
+  const writable = await p.database.sql`copy readings (device_id, sensor_id, recorded_at, value, raw_value) from stdin`.writable()
+  await new Promise<void>((resolve, reject) => {
+    writable.on('error', reject)
+    writable.on('finish', resolve)
+    const chunk = 10_000
+    for (let i = 0; i < lines.length; i += chunk) writable.write(lines.slice(i, i + chunk).join(''))
+    writable.end()
+  })
+  return values / ((performance.now() - t0) / 1000)
+}
+
 /** Runs the fleet simulator in a child process and returns its wall time in seconds. */
 async function fleet (p: BenchPlatform, devices: number[], batches: number, mode: 'batch500' | 'kit12', start: number): Promise<number> {
   const args = JSON.stringify({ base: p.base, token: p.token, devices, batches, mode, start })
@@ -42,24 +66,8 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
   progress(`ingest: ${deviceCount} kits x ${posts} posts of 12 sensors`)
   const kitSeconds = await fleet(p, kits, posts, 'kit12', start)
 
-  progress(`ingest: COPY of ${values} rows`)
-  const copyDevices = await makeDevices(p.database, p.userId, deviceCount)
-  const lines: string[] = []
-  copyDevices.forEach((device, d) => {
-    for (let i = 0; i < batches * 500; i++) lines.push(`${device}\t${SENSORS_12[d % SENSORS_12.length] ?? 55}\t${new Date(start + i * 60_000).toISOString()}\t${20 + Math.sin(i)}\t${20 + Math.sin(i)}\n`)
-  })
-  const t2 = performance.now()
-  const writable = await p.database.sql`copy readings (device_id, sensor_id, recorded_at, value, raw_value) from stdin`.writable()
-  await new Promise<void>((resolve, reject) => {
-    writable.on('error', reject)
-    writable.on('finish', resolve)
-    const chunk = 10_000
-    for (let i = 0; i < lines.length; i += chunk) writable.write(lines.slice(i, i + chunk).join(''))
-    writable.end()
-  })
-  const copySeconds = (performance.now() - t2) / 1000
+  const copyRate = await copyCeiling(p, deviceCount, batches * 500, start)
   const valuesPerSecond = values / seconds
-  const copyRate = values / copySeconds
   return {
     batch500: { devices: deviceCount, values, seconds: round(seconds), valuesPerSecond: Math.round(valuesPerSecond) },
     kit12: { devices: deviceCount, posts: deviceCount * posts, values: deviceCount * posts * 12, postsPerSecond: Math.round(deviceCount * posts / kitSeconds), valuesPerSecond: Math.round(deviceCount * posts * 12 / kitSeconds) },

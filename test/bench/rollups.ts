@@ -36,7 +36,7 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
       recorded_at: new Date(start + (i + k) * MINUTE).toISOString(),
       sensors: [{ id: 58, value: 101325 + 50 * Math.sin((i + k) / 1440) + ((i + k) % 7) * 0.01 }]
     }))
-    await ingestReadings(ctx, { id: device, kitId: 26 }, data)
+    await ingestReadings(ctx, { id: device, kitId: 26, ownerId: p.userId, isPrivate: false, forwardingToken: null }, data)
   }
   const loadSeconds = (performance.now() - t0) / 1000
   // As autovacuum would by then: statistics and the visibility map that index-only scans use.

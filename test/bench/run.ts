@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [ingest|rollups|worldmap] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|worldmap] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { benchIngest, type IngestFigures } from './ingest.js'
+import { benchMqtt, type MqttFigures } from './mqtt.js'
 import { benchRollups, type RollupFigures } from './rollups.js'
 import { startPlatform } from './setup.js'
 import { benchWorldMap, type WorldMapFigures } from './worldmap.js'
@@ -19,13 +20,14 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, rollups?: RollupFigures, worldMap?: WorldMapFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, worldMap?: WorldMapFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
 }
 try {
   if (wanted('ingest')) results.ingest = await benchIngest(platform, quick)
+  if (wanted('mqtt')) results.mqtt = await benchMqtt(platform, quick)
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
   if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
 } finally {
@@ -46,6 +48,16 @@ if (results.ingest !== undefined) {
     '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
     `| ${i.batch500.devices} devices posting batches of 500, ack after commit | ${i.batch500.valuesPerSecond} readings/s | COPY ${i.copy.rowsPerSecond} rows/s | ${i.ratioToCopy} | >= 0.5 | ${meets(i.ratioToCopy >= 0.5)} |`,
     `| ${i.kit12.devices} kits posting one timestamp of 12 sensors | ${i.kit12.postsPerSecond} posts/s, ${i.kit12.valuesPerSecond} readings/s | | | | |`, '')
+}
+if (results.mqtt !== undefined) {
+  const m = results.mqtt
+  lines.push('## MQTT ingest (case 2)', '',
+    `${m.kits} kits on the embedded broker, ${m.messagesPerKit} firmware \`readings/raw\` messages each (${m.qos1.values} values).`, '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| QoS 1, PUBACK after commit: values/s | ${m.qos1.valuesPerSecond} | COPY ${m.copy.rowsPerSecond} rows/s | ${m.qos1RatioToCopy} | >= 0.3 | ${meets(m.qos1RatioToCopy >= 0.3)} |`,
+    `| QoS 1: messages/s | ${m.qos1.messagesPerSecond} | bare Aedes ${m.bare.qos1.messagesPerSecond} msg/s | ${m.qos1RatioToBare} | >= 0.5 | ${meets(m.qos1RatioToBare >= 0.5)} |`,
+    `| QoS 0, until stored: values/s | ${m.qos0.valuesPerSecond} | COPY ${m.copy.rowsPerSecond} rows/s | ${m.qos0RatioToCopy} | >= 0.3 | ${meets(m.qos0RatioToCopy >= 0.3)} |`,
+    `| QoS 0: messages/s | ${m.qos0.messagesPerSecond} | bare Aedes ${m.bare.qos0.messagesPerSecond} msg/s | ${m.qos0RatioToBare} | >= 0.5 | ${meets(m.qos0RatioToBare >= 0.5)} |`, '')
 }
 if (results.rollups !== undefined) {
   const r = results.rollups

@@ -13,6 +13,8 @@ export interface BenchPlatform {
   database: Database
   app: FastifyInstance
   base: string
+  /** the embedded broker of ingest */
+  mqttUrl: string
   token: string
   userId: number
   close: () => Promise<void>
@@ -49,7 +51,7 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
     ready: async () => null, auth: { db: database.db, jwtSecret: 'bench-secret-bench-secret-bench-secret!!', clock: systemClock }
   })
   await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x' })
-  await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400 })
+  await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   const base = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
@@ -59,7 +61,7 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
   const session = await fetch(`${base}/v0/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bench', password: 'bench password' }) })
   const { access_token: token } = await session.json() as { access_token: string }
   return {
-    database, app, base, token, userId: user?.id ?? 0,
+    database, app, base, token, userId: user?.id ?? 0, mqttUrl: `mqtt://127.0.0.1:${app.mqttListening?.port ?? 0}`,
     close: async () => {
       await app.close()
       await database.close()

@@ -7,7 +7,11 @@ import { buildApi, type ApiHarness } from './api.js'
 interface Tap { teardown: (fn: () => unknown) => void }
 
 /** api and ingest on one server, as `pnpm start` runs them, on a database of the test file's own. */
-export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues?: number, maxBuckets?: number, bodyLimit?: number } = {}): Promise<ApiHarness> {
+/**
+ * With `mqtt`, the embedded broker listens on a free port (app.mqttListening) and the HTTP server on
+ * another (for MQTT over WebSocket at /mqtt): the tests talk to both as devices and browsers do.
+ */
+export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues?: number, maxBuckets?: number, bodyLimit?: number, mqtt?: boolean } = {}): Promise<ApiHarness> {
   return await buildApi(t, {
     deps: { ...(options.clock !== undefined ? { clock: options.clock } : {}), ...(options.maxBuckets !== undefined ? { maxBuckets: options.maxBuckets } : {}) },
     ...(options.bodyLimit !== undefined ? { server: { bodyLimit: options.bodyLimit } } : {}),
@@ -16,6 +20,7 @@ export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues
         database,
         maxValues: options.maxValues ?? 100_000,
         maxFutureSeconds: 86_400,
+        ...(options.mqtt === true ? { mqtt: { host: '127.0.0.1', port: 0, explicit: true } } : {}),
         ...(options.clock !== undefined ? { clock: options.clock } : {})
       })
     }

@@ -19,12 +19,22 @@ export const HttpConfig = Type.Object({
   CORS_ORIGINS: Type.String({ pattern: '^(https?://[^\\s,/]+(,https?://[^\\s,/]+)*)?$', default: '', description: 'comma-separated origins such as https://app.example.org' }),
   API_VENDOR: Type.String({ pattern: '^[a-z0-9.-]+$', default: 'smartcitizen', description: 'a lower-case vendor name' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024, description: 'an integer of bytes, at least 1024' }),
-  VERSION_GIT: Type.Optional(Type.String({ description: 'a version string' }))
+  VERSION_GIT: Type.Optional(Type.String({ description: 'a version string' })),
+  // Production operation (issue 9): metrics access, backpressure thresholds, shutdown budget.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'a bearer token of at least 16 characters' })),
+  PRESSURE_MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000, description: 'milliseconds of mean event-loop delay (0 turns the check off)' }),
+  PRESSURE_MAX_DB_WAIT_MS: Type.Integer({ minimum: 0, default: 2000, description: 'milliseconds a probe query may wait for the pool (0 turns the check off)' }),
+  PRESSURE_RETRY_AFTER_SECONDS: Type.Integer({ minimum: 1, default: 10, description: 'seconds in Retry-After of a 503' }),
+  SHUTDOWN_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, default: 10, description: 'seconds a graceful shutdown may take' })
 })
 
 export const MqttConfig = Type.Object({
   MQTT_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'an interface address' }),
-  MQTT_PORT: port(1883, 'MQTT')
+  MQTT_PORT: port(1883, 'MQTT'),
+  MQTT_BROKER_URL: Type.Optional(Type.String({ pattern: '^(mqtts?|wss?|tcp)://[^\\s]+$', description: 'an mqtt://, mqtts://, ws:// or wss:// URL' })),
+  MQTT_CLIENT_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', description: 'letters, digits, dot, dash or underscore, at most 60' })),
+  MQTT_SHARED_GROUP: Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', default: 'esp-ingest', description: 'letters, digits, dot, dash or underscore, at most 60' }),
+  MQTT_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'an integer from 1 to 64' })
 })
 
 export const LogConfig = Type.Object({
@@ -61,4 +71,14 @@ export const ReadingsConfig = Type.Object({
   READINGS_MAX_VALUES: Type.Integer({ minimum: 1, default: 100_000, description: 'a positive integer' }),
   READINGS_MAX_FUTURE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'an integer of seconds' }),
   READINGS_MAX_BUCKETS: Type.Integer({ minimum: 10, default: 50_000, description: 'an integer, at least 10' })
+})
+
+/** The exporter's archives and scheduled jobs (behaviour.md §11, §14). */
+export const ExportConfig = Type.Object({
+  CSV_ARCHIVE_LINK_TTL_SECONDS: Type.Integer({ minimum: 60, default: 86_400, description: 'an integer of seconds, at least 60' }),
+  DEVICE_PURGE_GRACE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'an integer of seconds' }),
+  STOPPED_PUBLISHING_AFTER_SECONDS: Type.Integer({ minimum: 60, default: 3600, description: 'an integer of seconds, at least 60' }),
+  LOW_BATTERY_PERCENT: Type.Number({ minimum: 1, maximum: 100, default: 15, description: 'a percentage from 1 to 100' }),
+  CSV_IMPORT_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024, default: 16 * 1024 * 1024, description: 'an integer of bytes, from 1024 to 268435456' }),
+  EXPORT_MAX_CONCURRENT: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'an integer from 1 to 64' })
 })

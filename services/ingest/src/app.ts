@@ -1,27 +1,52 @@
+import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { type Clock, ReadingsWriter, systemClock } from '@esp/domain'
+import { type Clock, type IngestContext, MessageIngest, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
+import { newStats, type MqttStats } from './broker/device-messages.js'
+import { externalBrokerPlugin } from './broker/external.js'
+import { LiveFeed, type Publish } from './broker/live-feed.js'
 import type { IngestRouteContext } from './context.js'
 import { legacyRoutes } from './routes/v0/legacy.js'
 import { readingRoutes } from './routes/v0/readings.js'
+
+/** Scale-out mode: read devices from an external broker (MQTT_BROKER_URL) instead of embedding one. */
+export interface ExternalBroker {
+  url: string
+  clientId?: string | undefined
+  group: string
+  connections: number
+}
 
 export interface IngestDeps {
   database: Database
   /** where the embedded broker listens; tests leave it out and drive the broker in-process */
   mqtt?: MqttListenOptions | undefined
+  /** when set, no broker is embedded */
+  externalBroker?: ExternalBroker | undefined
   maxValues: number
   maxFutureSeconds: number
+  /** largest JSON readings payload over MQTT (the HTTP body limit) */
+  maxPayloadBytes?: number
   clock?: Clock
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** counters of the MQTT side (metrics) */
+    mqttStats: MqttStats
+    /** the batcher of device messages; `pending` is the MQTT backlog awaiting commit (metrics) */
+    mqttIngest: MessageIngest
+  }
 }
 
 /** Readings older than this are refused: a mistyped year would otherwise be stored as history. */
 export const OLDEST_READING = new Date('1990-01-01T00:00:00Z')
 
 /**
- * Device-facing service: posted readings and the embedded MQTT broker (DESIGN.md). Not
- * encapsulated, so the launcher sees the broker and the port it took.
+ * Device-facing service: posted readings and MQTT, embedded (Aedes) or through an external broker
+ * (DESIGN.md). Not encapsulated, so the launcher sees the broker and the port it took.
  */
 export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) => {
   const clock = deps.clock ?? systemClock
@@ -29,17 +54,53 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   // Partitions for the coming months exist before any device needs them (native engine).
   const now = clock().getTime()
   await engine.prepare(postgresRunner(deps.database.sql), [0, 1, 2, 3].map((m) => new Date(now + m * 31 * 24 * 3600 * 1000)))
-  const ctx: IngestRouteContext = {
+  // The feed publishes through whichever broker is registered below.
+  let publish: Publish = () => {}
+  const feed = new LiveFeed((topic, payload) => { publish(topic, payload) }, { publishPrivate: deps.externalBroker === undefined })
+  const stats = newStats()
+  app.decorate('mqttStats', stats)
+  const ingest: IngestContext = {
     database: deps.database,
-    clock,
-    ingest: {
-      database: deps.database,
-      writer: new ReadingsWriter(deps.database, engine),
-      now: clock,
-      limits: { maxValues: deps.maxValues, maxFutureMs: deps.maxFutureSeconds * 1000, minTime: OLDEST_READING }
-    }
+    writer: new ReadingsWriter(deps.database, engine),
+    now: clock,
+    limits: { maxValues: deps.maxValues, maxFutureMs: deps.maxFutureSeconds * 1000, minTime: OLDEST_READING },
+    onStored: feed.onStored
   }
-  await app.register(brokerPlugin, { listen: deps.mqtt })
+  const messages = {
+    sql: deps.database.sql,
+    ingest: new MessageIngest(ingest),
+    now: clock,
+    stats,
+    maxPayloadBytes: deps.maxPayloadBytes ?? 5 * 1024 * 1024
+  }
+  app.decorate('mqttIngest', messages.ingest)
+  const external = deps.externalBroker
+  if (external === undefined) {
+    await app.register(brokerPlugin, {
+      listen: deps.mqtt,
+      access: {
+        db: deps.database.db,
+        sql: deps.database.sql,
+        signer: app.hasDecorator('tokenSigner') ? app.tokenSigner : null,
+        now: clock,
+        messages: { ...messages, log: app.log.child({ component: 'mqtt' }) },
+        feed
+      }
+    })
+    publish = (topic, payload) => {
+      app.broker.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 0, retain: false, dup: false }, () => {})
+    }
+  } else {
+    await app.register(externalBrokerPlugin, {
+      url: external.url,
+      clientId: external.clientId ?? `esp-ingest-${hostname()}`,
+      group: external.group,
+      connections: external.connections,
+      messages
+    })
+    publish = app.mqttExternal.publish
+  }
+  const ctx: IngestRouteContext = { database: deps.database, clock, ingest }
   await app.register(async (v0) => {
     await v0.register(readingRoutes, ctx)
     await v0.register(legacyRoutes, ctx)

@@ -27,16 +27,49 @@ export function assertCanSee (viewer: Viewer | null, device: Pick<DeviceRow, 'ow
   if (device.isPrivate && !ownsOrAdmin(viewer, device)) throw errors.forbidden()
 }
 
-export interface DeviceAccess { id: number, ownerId: number, isPrivate: boolean, kitId: number | null }
+export interface DeviceAccess {
+  id: number
+  ownerId: number
+  isPrivate: boolean
+  kitId: number | null
+  /** the owner's forwarding token when the device forwards its readings (behaviour.md §9.4) */
+  forwardingToken: string | null
+}
+
+interface AccessRow { id: number, owner_id: number, is_private: boolean, kit_id: number | null, forwarding_token: string | null, device_token: string | null }
+
+const asAccess = (row: AccessRow): DeviceAccess =>
+  ({ id: row.id, ownerId: row.owner_id, isPrivate: row.is_private, kitId: row.kit_id, forwardingToken: row.forwarding_token })
 
 /**
- * What the reading routes need of a device (who may see or write it, its kit), in one prepared
- * query: these routes are the hot paths, so they skip the full row and the query builder.
+ * What the reading paths need of active devices (who may see or write them, their kit, where their
+ * readings are forwarded), in one prepared query: these are the hot paths, so they skip the full
+ * row and the query builder. Exactly one of the keys is given.
  */
+async function accessRows (sql: Sql, by: { id: number } | { tokens: string[] } | { mac: string }): Promise<AccessRow[]> {
+  const where = 'id' in by ? sql`d.id = ${by.id}` : 'tokens' in by ? sql`d.device_token = any(${by.tokens}::text[])` : sql`d.mac_address = ${by.mac}::macaddr`
+  return await sql<AccessRow[]>`
+    select d.id, d.owner_id, d.is_private, d.kit_id, d.device_token,
+      case when d.enable_forwarding then u.forwarding_token end as forwarding_token
+    from devices d join users u on u.id = d.owner_id
+    where d.archived_at is null and ${where}`
+}
+
 export async function findDeviceAccess (sql: Sql, id: string): Promise<DeviceAccess> {
   if (!/^\d{1,9}$/.test(id)) throw errors.notFound('Device', id)
-  const [row] = await sql<{ id: number, owner_id: number, is_private: boolean, kit_id: number | null }[]>`
-    select id, owner_id, is_private, kit_id from devices where id = ${Number(id)} and archived_at is null`
+  const [row] = await accessRows(sql, { id: Number(id) })
   if (row === undefined) throw errors.notFound('Device', Number(id))
-  return { id: row.id, ownerId: row.owner_id, isPrivate: row.is_private, kitId: row.kit_id }
+  return asAccess(row)
+}
+
+/** Active devices by their MQTT token (matched exactly, as the firmware sends it; behaviour.md §9.2). */
+export async function findDevicesByToken (sql: Sql, tokens: string[]): Promise<Map<string, DeviceAccess>> {
+  const rows = tokens.length === 0 ? [] : await accessRows(sql, { tokens })
+  return new Map(rows.flatMap((row) => row.device_token === null ? [] : [[row.device_token, asAccess(row)] as const]))
+}
+
+/** The active device with this MAC address (the older form's /add), or null. */
+export async function findDeviceByMac (sql: Sql, mac: string): Promise<DeviceAccess | null> {
+  const [row] = await accessRows(sql, { mac })
+  return row === undefined ? null : asAccess(row)
 }

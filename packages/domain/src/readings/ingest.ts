@@ -1,49 +1,103 @@
-import type { Database, ReadingRow, WriteResult } from '@esp/db'
+import type { ReadingRow, Sql, WriteResult } from '@esp/db'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import { type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type PostedValue } from './batch.js'
 import { calibrationFor } from './calibration.js'
 import type { ReadingsWriter } from './writer.js'
 
+/** What a device's readings need after they are stored: live subscribers, forwarding. */
+export interface StoredReadings {
+  device: IngestDevice
+  inserted: ReadingRow[]
+}
+
 export interface IngestContext {
-  database: Database
+  database: { sql: Sql }
   /** group commit of all writes of this process */
   writer: ReadingsWriter
   limits: BatchLimits
   now: () => Date
+  /** called after each commit with what was newly stored; must not throw or block */
+  onStored?: ((stored: StoredReadings) => void) | undefined
 }
 
-export interface IngestDevice { id: number, kitId: number | null }
+export interface IngestDevice {
+  id: number
+  kitId: number | null
+  ownerId: number
+  isPrivate: boolean
+  /** the owner's forwarding token when the device forwards its readings (behaviour.md §9.4) */
+  forwardingToken: string | null
+}
 
-interface ResolvedSensor { id: number, equation: string | null }
+export interface ResolvedSensor { id: number, equation: string | null }
+export type SensorMap = Map<number | string, ResolvedSensor>
+
+interface SensorRow { device_id: number, id: number, default_key: string | null, kit_key: string | null, equation: string | null }
 
 /**
- * Sensor ids and keys in one query: a numeric ref is a sensor id; a text ref is the device kit's
- * sensor key first, then a sensor's default key (contract: Kit; behaviour.md §6.2).
+ * Sensor ids and keys of several devices in one query: a numeric ref is a sensor id; a text ref is
+ * the device kit's sensor key first, then a sensor's default key (contract: Kit; behaviour.md §6.2).
+ * The refs are pooled across devices, so a batch of messages costs one round trip.
  */
-async function resolveSensors (ctx: IngestContext, device: IngestDevice, values: PostedValue[]): Promise<Map<number | string, ResolvedSensor>> {
+export async function resolveSensors (sql: Sql, devices: Pick<IngestDevice, 'id' | 'kitId'>[], values: Pick<PostedValue, 'ref'>[]): Promise<Map<number, SensorMap>> {
   const ids = [...new Set(values.map((v) => v.ref).filter((r): r is number => typeof r === 'number'))]
   const keys = [...new Set(values.map((v) => v.ref).filter((r): r is string => typeof r === 'string'))]
-  const rows = await ctx.database.sql<{ id: number, default_key: string | null, kit_key: string | null, equation: string | null }[]>`
-    select s.id, s.default_key, ks.key as kit_key, c.equation
-    from sensors s
-    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = ${device.kitId}
-    left join components c on c.sensor_id = s.id and c.device_id = ${device.id}
+  const byDevice = new Map<number, SensorMap>(devices.map((d) => [d.id, new Map()]))
+  if (values.length === 0 || devices.length === 0) return byDevice
+  const rows = await sql<SensorRow[]>`
+    select d.id as device_id, s.id, s.default_key, ks.key as kit_key, c.equation
+    from unnest(${devices.map((d) => d.id)}::int[], ${devices.map((d) => d.kitId)}::int[]) as d(id, kit_id)
+    join sensors s on true
+    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = d.kit_id
+    left join components c on c.sensor_id = s.id and c.device_id = d.id
     where s.id = any(${ids}::int[]) or ks.key = any(${keys}::text[]) or s.default_key = any(${keys}::text[])
-    order by s.id`
-  const resolved = new Map<number | string, ResolvedSensor>()
+    order by d.id, s.id`
+  const idSet = new Set(ids)
+  const keySet = new Set(keys)
   for (const row of rows) {
+    const resolved = byDevice.get(row.device_id)
+    if (resolved === undefined) continue
     const sensor = { id: row.id, equation: row.equation }
-    if (ids.includes(row.id)) resolved.set(row.id, sensor)
-    if (row.kit_key !== null && keys.includes(row.kit_key)) resolved.set(row.kit_key, sensor)
+    if (idSet.has(row.id)) resolved.set(row.id, sensor)
+    if (row.kit_key !== null && keySet.has(row.kit_key)) resolved.set(row.kit_key, sensor)
   }
+  // A kit's key outranks another sensor's default key, whatever the row order.
   for (const row of rows) {
-    if (row.default_key !== null && keys.includes(row.default_key) && !resolved.has(row.default_key)) resolved.set(row.default_key, { id: row.id, equation: row.equation })
+    const resolved = byDevice.get(row.device_id)
+    if (resolved === undefined || row.default_key === null || !keySet.has(row.default_key) || resolved.has(row.default_key)) continue
+    resolved.set(row.default_key, { id: row.id, equation: row.equation })
   }
-  return resolved
+  return byDevice
 }
 
 export const tooManyValues = (max: number): ApiError =>
   new ApiError({ code: 'ESP_TOO_MANY_READINGS', id: 'payload_too_large', statusCode: 413, message: `A batch may carry at most ${max} values; send the readings in several batches` })
+
+/**
+ * Checked, resolved values become calibrated rows; unknown sensors and values without a finite
+ * calibrated number are added to `problems`. Within a batch, as across batches, the first value
+ * for (sensor, time) wins; the others are counted as duplicates.
+ */
+export function buildRows (deviceId: number, values: PostedValue[], sensors: SensorMap, problems: FieldErrors): { rows: ReadingRow[], duplicates: number } {
+  const rows: ReadingRow[] = []
+  const seen = new Set<string>()
+  let duplicates = 0
+  const report = (path: string, message: string): void => {
+    if (Object.keys(problems).length < MAX_PROBLEMS) (problems[path] ??= []).push(message)
+  }
+  for (const value of values) {
+    const sensor = sensors.get(value.ref)
+    if (sensor === undefined) { report(`${value.path}.id`, `is not a known sensor (${JSON.stringify(value.ref)})`); continue }
+    const calibrate = calibrationFor(sensor.equation)
+    const calibrated = calibrate === null ? value.raw : calibrate(value.raw)
+    if (!Number.isFinite(calibrated)) { report(`${value.path}.value`, 'has no finite calibrated value'); continue }
+    const key = `${sensor.id}:${value.recordedAt.getTime()}`
+    if (seen.has(key)) { duplicates++; continue }
+    seen.add(key)
+    rows.push({ deviceId, sensorId: sensor.id, recordedAt: value.recordedAt, value: calibrated, rawValue: value.raw })
+  }
+  return { rows, duplicates }
+}
 
 /**
  * Validates a whole batch, resolves and calibrates it, and stores it through the one write path.
@@ -53,26 +107,10 @@ export const tooManyValues = (max: number): ApiError =>
 export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult & { batchDuplicates: number }> {
   if (countValues(data) > ctx.limits.maxValues) throw tooManyValues(ctx.limits.maxValues)
   const { values, problems } = parseBatch(data, ctx.limits, ctx.now())
-  const resolved = values.length === 0 ? new Map<number | string, ResolvedSensor>() : await resolveSensors(ctx, device, values)
-  const rows: ReadingRow[] = []
-  const seen = new Set<string>()
-  let batchDuplicates = 0
-  const report = (path: string, message: string): void => {
-    if (Object.keys(problems).length < MAX_PROBLEMS) (problems[path] ??= []).push(message)
-  }
-  for (const value of values) {
-    const sensor = resolved.get(value.ref)
-    if (sensor === undefined) { report(`${value.path}.id`, `is not a known sensor (${JSON.stringify(value.ref)})`); continue }
-    const calibrate = calibrationFor(sensor.equation)
-    const calibrated = calibrate === null ? value.raw : calibrate(value.raw)
-    if (!Number.isFinite(calibrated)) { report(`${value.path}.value`, 'has no finite calibrated value'); continue }
-    // Within a batch, as across batches, the first value for (sensor, time) wins.
-    const key = `${sensor.id}:${value.recordedAt.getTime()}`
-    if (seen.has(key)) { batchDuplicates++; continue }
-    seen.add(key)
-    rows.push({ deviceId: device.id, sensorId: sensor.id, recordedAt: value.recordedAt, value: calibrated, rawValue: value.raw })
-  }
-  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems as FieldErrors)
+  const sensors = values.length === 0 ? new Map() : (await resolveSensors(ctx.database.sql, [device], values)).get(device.id) ?? new Map()
+  const { rows, duplicates: batchDuplicates } = buildRows(device.id, values, sensors, problems)
+  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
   const result = await ctx.writer.write(rows)
+  if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
   return { ...result, duplicates: result.duplicates + batchDuplicates, batchDuplicates }
 }

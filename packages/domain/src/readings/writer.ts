@@ -34,11 +34,20 @@ export class ReadingsWriter {
   }
 
   async write (rows: ReadingRow[]): Promise<WriteResult> {
-    if (rows.length === 0) return { stored: 0, duplicates: 0, inserted: [] }
-    return await new Promise<WriteResult>((resolve, reject) => {
-      this.queue.push({ rows, resolve, reject })
-      this.pump()
-    })
+    const [result] = await this.writeAll([rows])
+    return result ?? { stored: 0, duplicates: 0, inserted: [] }
+  }
+
+  /**
+   * Several callers' writes queued at once (a batch of MQTT messages), so they share a
+   * transaction; each gets its own result, in order.
+   */
+  async writeAll (writes: ReadingRow[][]): Promise<WriteResult[]> {
+    const results = writes.map(async (rows) => rows.length === 0
+      ? { stored: 0, duplicates: 0, inserted: [] }
+      : await new Promise<WriteResult>((resolve, reject) => { this.queue.push({ rows, resolve, reject }) }))
+    this.pump()
+    return await Promise.all(results)
   }
 
   private pump (): void {

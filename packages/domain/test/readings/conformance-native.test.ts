@@ -24,7 +24,7 @@ t.test('native engine = reference, for every function and rollup', async (t) => 
     newDevice: async () => (await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'c') returning id`)[0]?.id ?? 0,
     // Through the real ingest path: validation, first-wins de-duplication, one transaction.
     write: async (deviceId, batch) => {
-      await ingestReadings(ctx, { id: deviceId, kitId: null }, batch.map((e) => ({ recorded_at: new Date(e.at).toISOString(), sensors: [{ id: e.sensor, value: e.value }] })))
+      await ingestReadings(ctx, { id: deviceId, kitId: null, ownerId: user?.id ?? 0, isPrivate: false, forwardingToken: null }, batch.map((e) => ({ recorded_at: new Date(e.at).toISOString(), sensors: [{ id: e.sensor, value: e.value }] })))
     },
     settle: async () => {}
   }, 30)
@@ -39,7 +39,7 @@ t.test('the deviation of 101325 +- 0.01 survives every tier', async (t) => {
   const values = Array.from({ length: 2000 }, (_, i) => 101325 + (i % 2 === 0 ? 0.01 : -0.01))
   const data = values.map((value, i) => ({ recorded_at: new Date(START + i * 60_000).toISOString(), sensors: [{ id: 58, value }] }))
   const ctx = { database, writer: new ReadingsWriter(database, engine), now: () => new Date(START + SPAN), limits: { maxValues: 100_000, maxFutureMs: 0, minTime: new Date(0) } }
-  await ingestReadings(ctx, { id: device?.id ?? 0, kitId: null }, data)
+  await ingestReadings(ctx, { id: device?.id ?? 0, kitId: null, ownerId: user?.id ?? 0, isPrivate: false, forwardingToken: null }, data)
   const points = values.map((value, i) => ({ at: START + i * 60_000, value }))
   for (const rollup of ['1y', '1d', '1h', '7m']) {
     const got = await readingsHistory({ runner: postgresRunner(database.sql), now: ctx.now, maxBuckets: 100_000 }, { id: device?.id ?? 0, kitId: null },

@@ -2,7 +2,9 @@ import net from 'node:net'
 import { Aedes } from 'aedes'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { createWebSocketStream, WebSocketServer } from 'ws'
 import { listenWithFallback } from '@esp/http'
+import { type AccessDeps, installAccess } from './access.js'
 
 export interface MqttListenOptions {
   host: string
@@ -10,6 +12,9 @@ export interface MqttListenOptions {
   /** a busy port set explicitly is an error; a busy default falls back to a free one */
   explicit: boolean
 }
+
+/** Where browsers reach the broker over WebSocket, on the HTTP server (issue #6 §1). */
+export const MQTT_WEBSOCKET_PATH = '/mqtt'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,15 +24,38 @@ declare module 'fastify' {
   }
 }
 
+export interface BrokerPluginOptions {
+  listen?: MqttListenOptions | undefined
+  access: Omit<AccessDeps, 'log'>
+}
+
 /**
- * The embedded Aedes broker (DESIGN.md: ingest). Until device topics are handled, every publish and
- * subscription is refused: a device must never believe a reading was delivered that nothing stores.
+ * The embedded Aedes broker (DESIGN.md: ingest): MQTT over TCP on MQTT_PORT and over WebSocket at
+ * /mqtt on the HTTP server, with the device policy of access.ts.
  */
-export const brokerPlugin = fp(async (app: FastifyInstance, options: { listen?: MqttListenOptions | undefined }) => {
-  const broker = await Aedes.createBroker()
-  broker.authorizePublish = (_client, _packet, callback) => { callback(new Error('publishing is not accepted yet')) }
-  broker.authorizeSubscribe = (_client, _subscription, callback) => { callback(new Error('subscribing is not accepted yet'), null) }
+export const brokerPlugin = fp(async (app: FastifyInstance, options: BrokerPluginOptions) => {
+  // Client ids are device tokens (6 characters) or a library's random id; third-party sketches
+  // use longer ones than MQTT 3.1.1's minimum guarantee of 23.
+  const broker = await Aedes.createBroker({ maxClientsIdLength: 128 })
+  const log = app.log.child({ component: 'mqtt' })
+  installAccess(broker, { ...options.access, log })
+  const stats = options.access.messages.stats
+  broker.on('client', () => { stats.connections++ })
+  broker.on('clientDisconnect', () => { stats.connections-- })
+  broker.on('clientError', (_client, err) => { log.debug({ err }, 'mqtt client error') })
+  broker.on('connectionError', (_client, err) => { log.debug({ err }, 'mqtt connection error') })
+
   const tcp = net.createServer(broker.handle)
+  const websockets = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 })
+  app.server.on('upgrade', (request, socket, head) => {
+    const path = (request.url ?? '').split('?')[0]
+    if (path !== MQTT_WEBSOCKET_PATH) { socket.destroy(); return }
+    websockets.handleUpgrade(request, socket, head, (ws) => {
+      const stream = createWebSocketStream(ws)
+      stream.on('error', () => { ws.terminate() })
+      broker.handle(stream as unknown as net.Socket, request)
+    })
+  })
   app.decorate('broker', broker)
   app.decorate('mqttListening', undefined)
 
@@ -48,13 +76,19 @@ export const brokerPlugin = fp(async (app: FastifyInstance, options: { listen?: 
   }
 
   app.addHook('onClose', async () => {
+    // No new connections; then what devices sent is committed (and acknowledged where the
+    // socket is still open) before the pools close.
+    if (tcp.listening) tcp.close()
+    for (const ws of websockets.clients) ws.terminate()
+    websockets.close()
+    await options.access.messages.ingest.drain()
     await new Promise<void>((resolve) => { broker.close(() => { resolve() }) })
-    if (tcp.listening) await new Promise<void>((resolve) => { tcp.close(() => { resolve() }) })
   })
 }, { name: 'esp-broker' })
 
 /** The launcher's line for the MQTT address. */
 export function mqttAddressLine (app: FastifyInstance, configuredPort: number): string {
+  if (app.hasDecorator('mqttExternal')) return '  MQTT      external broker (MQTT_BROKER_URL)'
   const listening = app.mqttListening
   if (listening === undefined) return '  MQTT      not listening'
   return `  MQTT      mqtt://${listening.host}:${listening.port}${listening.fellBack ? `   (port ${configuredPort} was busy)` : ''}`

@@ -1,7 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { sql } from 'drizzle-orm'
-import { devices } from '@esp/db'
-import { errors, ingestReadings } from '@esp/domain'
+import { errors, findDeviceByMac, ingestReadings } from '@esp/domain'
 import { errorResponses } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
@@ -55,9 +53,8 @@ export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteCo
         throw errors.badRequest('X-SmartCitizenData is not JSON', { 'X-SmartCitizenData': ['is not a JSON array'] })
       }
       if (!Array.isArray(entries)) throw errors.badRequest('X-SmartCitizenData must be a JSON array', { 'X-SmartCitizenData': ['is not a JSON array'] })
-      const [device] = await ctx.database.db.select({ id: devices.id, kitId: devices.kitId }).from(devices)
-        .where(sql`${devices.macAddress} = ${mac.replace(/-/g, ':')}::macaddr and ${devices.archivedAt} is null`).limit(1)
-      if (device === undefined) throw errors.notFound('Device', mac)
+      const device = await findDeviceByMac(ctx.database.sql, mac.replace(/-/g, ':'))
+      if (device === null) throw errors.notFound('Device', mac)
       // Flat objects become the contract's shape; keys the kit does not know are left out, as the
       // established platform does, so a firmware's extra fields never reject its readings.
       const known = new Set((await ctx.database.sql<{ key: string }[]>`select key from kit_sensors where kit_id = ${device.kitId}`).map((r) => r.key))

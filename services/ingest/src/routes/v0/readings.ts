@@ -34,7 +34,7 @@ export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteC
     const device = await findDeviceAccess(ctx.database.sql, request.params.device_id)
     assertCanWrite(request.viewer, device)
     if (request.body.data === undefined) throw errors.parameterMissing(['data'])
-    const result = await ingestReadings(ctx.ingest, { id: device.id, kitId: device.kitId }, request.body.data)
+    const result = await ingestReadings(ctx.ingest, device, request.body.data)
     return { id: 'ok' as const, message: `Stored ${result.stored} readings`, errors: null, url: null, stored: result.stored, duplicates: result.duplicates }
   })
 }

@@ -1,0 +1,134 @@
+import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Executor, Sql } from '@esp/db'
+import { authenticateToken, isAdmin, type TokenSigner, type Viewer } from '@esp/domain'
+import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
+import type { LiveFeed } from './live-feed.js'
+import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
+
+/** Who a connection is: the device tokens it may publish for, and the user it proved to be, if any. */
+interface Identity {
+  tokens: Set<string>
+  viewer: Viewer | null
+  /** set when the client logged in with forwarding_username and forwarding_token */
+  forwardingToken: string | null
+}
+
+export interface AccessDeps {
+  db: Executor
+  sql: Sql
+  /** checks access tokens given as the MQTT password; null where the server has no auth */
+  signer: TokenSigner | null
+  now: () => Date
+  log: FastifyBaseLogger
+  messages: DeviceMessageDeps
+  feed: LiveFeed
+}
+
+const identities = new WeakMap<Client, Identity>()
+
+function refusal (message: string, returnCode: AuthErrorCode): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode })
+}
+
+/** A user proved by forwarding credentials, or by an access token as the password. */
+async function userOf (deps: AccessDeps, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string | null } | null> {
+  const [forwarding] = await deps.sql<{ id: number, username: string, role: Viewer['role'] }[]>`
+    select id, username, role from users
+    where forwarding_username = ${username} and forwarding_token = ${password} and archived_at is null`
+  if (forwarding !== undefined) return { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
+  if (deps.signer === null || password.split('.').length !== 3) return null
+  const viewer = await authenticateToken(deps.db, deps.signer, password, deps.now())
+  return viewer === null ? null : { viewer, forwardingToken: null }
+}
+
+/**
+ * The broker's policy (aedes handlers; issue #6 §2, clients.md §4.37). CONNECT is never refused
+ * for its credentials: the firmware sends only its token as client id, the 2016 prototype sent
+ * `user`/`password`, and live subscribers are anonymous. A token may also come as the username.
+ * Credentials that prove a user (forwarding credentials, an access token) widen what the client
+ * may subscribe to; anything else is simply not a user.
+ */
+export function installAccess (broker: {
+  authenticate: (client: Client, username: Readonly<string | undefined>, password: Readonly<Buffer | undefined>, done: (error: AuthenticateError | null, success: boolean | null) => void) => void
+  authorizePublish: (client: Client | null, packet: PublishPacket, callback: (error?: Error | null) => void) => void
+  authorizeSubscribe: (client: Client, subscription: Subscription, callback: (error: Error | null, subscription?: Subscription | null) => void) => void
+  authorizeForward: (client: Client, packet: AedesPublishPacket) => AedesPublishPacket | null | undefined | void
+}, deps: AccessDeps): void {
+  broker.authenticate = (client, username, password, done) => {
+    const tokens = new Set([client.id])
+    if (username !== undefined && username !== '') tokens.add(username)
+    const identity: Identity = { tokens, viewer: null, forwardingToken: null }
+    const secret = password?.toString('utf8') ?? ''
+    if (username === undefined || secret === '') {
+      identities.set(client, identity)
+      done(null, true)
+      return
+    }
+    userOf(deps, username, secret).then((user) => {
+      if (user !== null) { identity.viewer = user.viewer; identity.forwardingToken = user.forwardingToken }
+      identities.set(client, identity)
+      done(null, true)
+    }, (err: unknown) => {
+      deps.log.error({ err }, 'mqtt authentication failed')
+      done(refusal('server unavailable', 3), false)
+    })
+  }
+
+  broker.authorizePublish = (client, packet, callback) => {
+    // The platform's own publishes (live readings) come without a client.
+    if (client === null) { callback(null); return }
+    const topic = parseDeviceTopic(packet.topic)
+    const identity = identities.get(client)
+    if (topic === null || identity === undefined || (topic.kind !== 'inventory' && !identity.tokens.has(topic.token))) {
+      // Refusing closes the connection (aedes): a client publishing outside its own topics is not a device.
+      deps.log.debug({ kind: topic?.kind ?? 'other' }, 'mqtt publish refused')
+      callback(new Error('publishing is allowed only to your own device topics'))
+      return
+    }
+    // Device payloads are never kept for later subscribers.
+    packet.retain = false
+    // The acknowledgement (PUBACK at QoS 1) is sent when this calls back, so only after the commit;
+    // when the database fails the error closes the connection and the device sends again.
+    handleDeviceMessage(deps.messages, topic, packet.payload as Buffer).then(() => { callback(null) }, (err: unknown) => {
+      deps.log.warn({ err }, 'mqtt message not stored; the connection is closed so the device sends it again')
+      callback(err instanceof Error ? err : new Error('not stored'))
+    })
+  }
+
+  broker.authorizeSubscribe = (client, subscription, callback) => {
+    const scope = subscriptionScope(subscription.topic)
+    const identity = identities.get(client)
+    const viewer = identity?.viewer ?? null
+    const deny = (): void => { callback(null, null) }
+    if (scope.kind === 'denied') { deny(); return }
+    if (scope.kind === 'forward') {
+      if (identity?.forwardingToken === scope.forwardingToken) callback(null, subscription)
+      else deny()
+      return
+    }
+    if (scope.deviceId === null) { callback(null, subscription); return }
+    deps.sql<{ owner_id: number, is_private: boolean }[]>`
+      select owner_id, is_private from devices where id = ${scope.deviceId} and archived_at is null`.then(([device]) => {
+      if (device === undefined) { deny(); return }
+      if (device.is_private && !(viewer !== null && (viewer.id === device.owner_id || isAdmin(viewer)))) { deny(); return }
+      callback(null, subscription)
+    }, (err: unknown) => { callback(err instanceof Error ? err : new Error('subscription failed')) })
+  }
+
+  // The last word on every delivery, whatever filter matched: device topics reach nobody, a private
+  // device's readings reach its owner and admins, forwarding topics their own user.
+  broker.authorizeForward = (client, packet) => {
+    const deviceId = parseLiveTopic(packet.topic)
+    const identity = identities.get(client)
+    if (deviceId !== null) {
+      const owner = deps.feed.privateOwner(deviceId)
+      if (owner === undefined) return packet
+      const viewer = identity?.viewer ?? null
+      return viewer !== null && (viewer.id === owner || isAdmin(viewer)) ? packet : null
+    }
+    const forwardingToken = parseForwardTopic(packet.topic)
+    if (forwardingToken !== null) return identity?.forwardingToken === forwardingToken ? packet : null
+    return null
+  }
+}

@@ -1,0 +1,110 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Sql } from '@esp/db'
+import { markSeen, type MessageIngest, type MessageResult, storeInventory, storeStatus } from '@esp/domain'
+import { parseRawPayload, RawPayloadError } from './raw-payload.js'
+import type { DeviceTopic } from './topics.js'
+
+/** Counters of the MQTT side, read by the metrics endpoint and the tests. */
+export interface MqttStats {
+  /** device messages received */
+  messages: number
+  /** readings newly stored from them */
+  readings: number
+  duplicates: number
+  /** messages that could not be read (bad payloads); acknowledged, since sending them again cannot help */
+  rejected: number
+  /** messages under a token no active device has */
+  unknownDevice: number
+  /** messages not acknowledged because the database failed; the device sends them again */
+  failed: number
+  /** clients connected to the embedded broker */
+  connections: number
+}
+
+export const newStats = (): MqttStats => ({ messages: 0, readings: 0, duplicates: 0, rejected: 0, unknownDevice: 0, failed: 0, connections: 0 })
+
+export interface DeviceMessageDeps {
+  sql: Sql
+  ingest: MessageIngest
+  now: () => Date
+  log: FastifyBaseLogger
+  stats: MqttStats
+  /** JSON readings payloads larger than this are refused (raw ones are bounded by the firmware) */
+  maxPayloadBytes: number
+}
+
+type Parsed = { data: unknown } | { empty: true } | { error: string }
+
+function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: number): Parsed {
+  if (topic.kind === 'raw') {
+    try {
+      const raw = parseRawPayload(payload)
+      if (raw.sensors.length === 0) return { empty: true }
+      if (raw.recordedAt === null) return { error: 'no timestamp given (t:YYYY-MM-DDTHH:MM:SSZ)' }
+      return { data: [{ recorded_at: raw.recordedAt, sensors: raw.sensors }] }
+    } catch (err) {
+      if (err instanceof RawPayloadError) return { error: err.message }
+      throw err
+    }
+  }
+  if (payload.length > maxPayloadBytes) return { error: `the payload is over ${maxPayloadBytes} bytes` }
+  let body: unknown
+  try {
+    body = JSON.parse(payload.toString('utf8'))
+  } catch {
+    return { error: 'the payload is not JSON' }
+  }
+  const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined
+  // The reference stores nothing for a missing or empty data array, and says nothing either.
+  if (data === undefined || data === null || (Array.isArray(data) && data.length === 0)) return { empty: true }
+  return { data }
+}
+
+/**
+ * One device message, from the embedded broker or an external one (behaviour.md §9.2): readings
+ * go through the one write path; info, hello and inventory are stored. Resolves once whatever
+ * the message carries is committed, or once it is known that nothing can be stored (unknown
+ * token, unreadable payload: counted and logged at debug, never thrown). Rejects only when the
+ * database fails, so the caller withholds the acknowledgement.
+ */
+export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: DeviceTopic, payload: Buffer): Promise<void> {
+  const { stats, log } = deps
+  stats.messages++
+  let result: MessageResult
+  try {
+    if (topic.kind === 'inventory') result = await storeInventory(deps.sql, payload, deps.now())
+    else if (topic.kind === 'info') result = await storeStatus(deps.sql, topic.token, payload, deps.now())
+    else if (topic.kind === 'hello') result = await markSeen(deps.sql, topic.token, deps.now())
+    else {
+      const parsed = readingsData(topic, payload, deps.maxPayloadBytes)
+      if ('empty' in parsed) return
+      if ('error' in parsed) {
+        stats.rejected++
+        log.debug({ topic: topic.kind, reason: parsed.error }, 'mqtt readings rejected')
+        return
+      }
+      const outcome = await deps.ingest.submit({ token: topic.token, data: parsed.data })
+      if (outcome.status === 'stored') {
+        stats.readings += outcome.stored
+        stats.duplicates += outcome.duplicates
+        return
+      }
+      if (outcome.status === 'rejected') {
+        stats.rejected++
+        log.debug({ topic: topic.kind, errors: outcome.problems }, 'mqtt readings rejected')
+        return
+      }
+      result = outcome.status
+    }
+  } catch (err) {
+    stats.failed++
+    throw err
+  }
+  if (result === 'rejected') {
+    stats.rejected++
+    log.debug({ topic: topic.kind }, 'mqtt message rejected')
+  } else if (result === 'unknown_device') {
+    stats.unknownDevice++
+    log.debug({ topic: topic.kind }, 'mqtt message for an unknown device token')
+  }
+}

@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process'
+import net from 'node:net'
+import path from 'node:path'
+import { Aedes } from 'aedes'
+import { kitReading } from '../../scripts/kit-simulator.js'
+import { copyCeiling } from './ingest.js'
+import { makeDevices, type BenchPlatform } from './setup.js'
+import { progress, round } from './stats.js'
+
+interface Run { messages: number, values: number, seconds: number, messagesPerSecond: number, valuesPerSecond: number }
+
+export interface MqttFigures {
+  kits: number
+  messagesPerKit: number
+  qos1: Run
+  qos0: Run
+  bare: { qos1: Run, qos0: Run }
+  copy: { rows: number, rowsPerSecond: number }
+  qos1RatioToCopy: number
+  qos1RatioToBare: number
+  qos0RatioToCopy: number
+  qos0RatioToBare: number
+}
+
+/**
+ * Starts the kit simulator, lets it connect, then starts the clock; `done` is awaited after its
+ * last message was sent (QoS 0) or acknowledged (QoS 1), for what the platform must finish after.
+ */
+async function publishAll (url: string, tokens: string[], messages: number, qos: 0 | 1, start: number, done: () => Promise<void>): Promise<number> {
+  const args = JSON.stringify({ url, tokens, messages, qos, start })
+  const child = spawn(process.execPath, [...process.execArgv, path.join(import.meta.dirname, 'kits.ts'), args], { stdio: ['pipe', 'pipe', 'inherit'] })
+  let out = ''
+  let t0 = 0
+  const exited = new Promise<number | null>((resolve) => { child.on('exit', resolve) })
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      if (t0 === 0 && out.includes('ready\n')) { t0 = performance.now(); child.stdin.write('go\n'); resolve() }
+    })
+    void exited.then((code) => { reject(new Error(`the kit simulator failed (${String(code)})`)) })
+  })
+  const code = await exited
+  if (code !== 0) throw new Error(`the kit simulator failed (${String(code)})`)
+  await done()
+  return (performance.now() - t0) / 1000
+}
+
+const valuesOf = (tokens: string[], messages: number): number =>
+  tokens.reduce((sum, token, k) => sum + Array.from({ length: messages }, (_, n) => kitReading(token, k, n, 0).sensors.length).reduce((a, b) => a + b, 0), 0)
+
+const run = (messages: number, values: number, seconds: number): Run => ({
+  messages, values, seconds: round(seconds), messagesPerSecond: Math.round(messages / seconds), valuesPerSecond: Math.round(values / seconds)
+})
+
+async function until (check: () => Promise<boolean> | boolean): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+/**
+ * Case 2: kits publishing the firmware's raw payloads to the embedded broker, at QoS 1 (timed to
+ * the last PUBACK, which comes after the commit) and at QoS 0 (timed until the last reading is
+ * stored); against a plain COPY of as many rows, and against a bare Aedes with nothing behind it.
+ */
+export async function benchMqtt (p: BenchPlatform, quick: boolean): Promise<MqttFigures> {
+  const kitCount = quick ? 2 : 50
+  const messages = quick ? 10 : 400
+  const start = Date.UTC(2025, 0, 1)
+  const tokensFor = async (): Promise<string[]> => {
+    const ids = await makeDevices(p.database, p.userId, kitCount)
+    const rows = await p.database.sql<{ device_token: string }[]>`
+      update devices set device_token = to_hex(11534336 + id) where id = any(${ids}::int[]) returning device_token`
+    return rows.map((r) => r.device_token)
+  }
+  const stored = async (): Promise<number> => Number((await p.database.sql`select count(*)::bigint as n from readings`)[0]?.n)
+  const total = kitCount * messages
+
+  const qos1Tokens = await tokensFor()
+  const values = valuesOf(qos1Tokens, messages)
+  progress(`mqtt: ${kitCount} kits x ${messages} raw messages at QoS 1 (${values} values)`)
+  const before1 = await stored()
+  const qos1Seconds = await publishAll(p.mqttUrl, qos1Tokens, messages, 1, start, async () => {})
+  if (await stored() - before1 !== values) throw new Error(`QoS 1: ${await stored() - before1} of ${values} values stored after the last PUBACK`)
+
+  const qos0Tokens = await tokensFor()
+  progress(`mqtt: ${kitCount} kits x ${messages} raw messages at QoS 0`)
+  const before0 = await stored()
+  const qos0Seconds = await publishAll(p.mqttUrl, qos0Tokens, messages, 0, start, async () => { await until(async () => await stored() - before0 >= values) })
+
+  progress('mqtt: the bare broker (no storage) at QoS 1 and QoS 0')
+  const bare = await Aedes.createBroker()
+  let received = 0
+  bare.on('publish', (_packet, client) => { if (client !== null && client !== undefined) received++ })
+  const server = net.createServer(bare.handle)
+  await new Promise<void>((resolve) => { server.listen(0, '127.0.0.1', resolve) })
+  const address = server.address()
+  const bareUrl = `mqtt://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  let bareQos1: number, bareQos0: number
+  try {
+    bareQos1 = await publishAll(bareUrl, qos1Tokens, messages, 1, start, async () => {})
+    received = 0
+    bareQos0 = await publishAll(bareUrl, qos0Tokens, messages, 0, start, async () => { await until(() => received >= total) })
+  } finally {
+    await new Promise<void>((resolve) => { bare.close(() => { resolve() }) })
+    await new Promise<void>((resolve) => { server.close(() => { resolve() }) })
+  }
+
+  const copyRate = await copyCeiling(p, kitCount, Math.round(values / kitCount), start)
+  const figures = {
+    kits: kitCount,
+    messagesPerKit: messages,
+    qos1: run(total, values, qos1Seconds),
+    qos0: run(total, values, qos0Seconds),
+    bare: { qos1: run(total, values, bareQos1), qos0: run(total, values, bareQos0) },
+    copy: { rows: values, rowsPerSecond: Math.round(copyRate) }
+  }
+  return {
+    ...figures,
+    qos1RatioToCopy: round(figures.qos1.valuesPerSecond / copyRate, 3),
+    qos1RatioToBare: round(figures.qos1.messagesPerSecond / figures.bare.qos1.messagesPerSecond, 3),
+    qos0RatioToCopy: round(figures.qos0.valuesPerSecond / copyRate, 3),
+    qos0RatioToBare: round(figures.qos0.messagesPerSecond / figures.bare.qos0.messagesPerSecond, 3)
+  }
+}
