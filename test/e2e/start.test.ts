@@ -42,7 +42,7 @@ t.test('pnpm start brings the whole platform up on the embedded defaults, and ag
     await fetch(`${base}/v0/password_resets`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email_or_username: username }) })
     let mails: string[] = []
     for (let i = 0; i < 100 && mails.length < round; i++) {
-      mails = existsSync(path.join(dataDir, 'outbox')) ? readdirSync(path.join(dataDir, 'outbox')) : []
+      mails = existsSync(path.join(dataDir, 'outbox')) ? readdirSync(path.join(dataDir, 'outbox')).filter((f) => f.endsWith('.json')) : []
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     t.equal(mails.length, round, 'the reset mail reached the outbox under DATA_DIR')

@@ -70,7 +70,7 @@ export function errorBody (res: LightMyRequestResponse): { id: string, message: 
 /** Every message the outbox mailer wrote, oldest first. */
 export async function outbox (dataDir: string): Promise<{ to: string, subject: string, text: string }[]> {
   const dir = path.join(dataDir, 'outbox')
-  const files = (await readdir(dir).catch(() => [] as string[])).sort()
+  const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort()
   return await Promise.all(files.map(async (f) => JSON.parse(await readFile(path.join(dir, f), 'utf8')) as { to: string, subject: string, text: string }))
 }
 

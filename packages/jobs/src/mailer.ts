@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import nodemailer from 'nodemailer'
 import type { MailPayload } from './queues.js'
@@ -33,7 +33,10 @@ export function createMailer (options: { smtpUrl?: string | undefined, from: str
     send: async (message) => {
       await mkdir(options.outboxDir, { recursive: true })
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(4).toString('hex')}.json`
-      await writeFile(path.join(options.outboxDir, name), JSON.stringify({ from: options.from, ...message }, null, 2), { mode: 0o600 })
+      // Written aside, then renamed: whoever reads the outbox never sees half a message.
+      const partial = path.join(options.outboxDir, `.${name}.partial`)
+      await writeFile(partial, JSON.stringify({ from: options.from, ...message }, null, 2), { mode: 0o600 })
+      await rename(partial, path.join(options.outboxDir, name))
       options.log?.({ to: message.to, subject: message.subject, file: name }, 'mail written to the outbox')
     },
     close: () => {}
