@@ -4,13 +4,13 @@
  * (services/<name>/src/main.ts); this is the same code, packaged as one.
  */
 import { Type } from '@sinclair/typebox'
-import { AuthConfig, DbConfig, HttpConfig, LogConfig, MailConfig, MqttConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
+import { AuthConfig, DbConfig, ExportConfig, HttpConfig, LogConfig, MailConfig, MqttConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
 import { main } from '@esp/http'
 import { apiDeps, apiService } from '@esp/api'
 import { exporterDeps, exporterService } from '@esp/exporter'
 import { ingestDeps, ingestService, mqttAddressLine } from '@esp/ingest'
 
-const PlatformConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, MailConfig, MqttConfig, ReadingsConfig, LogConfig])
+const PlatformConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, MailConfig, MqttConfig, ReadingsConfig, ExportConfig, LogConfig])
 
 await main(PlatformConfig, {
   title: 'sensor platform (api + ingest + exporter)',
@@ -18,7 +18,7 @@ await main(PlatformConfig, {
   register: async (app, database, { config, explicit, secret }) => {
     await app.register(apiService, apiDeps(config, database, secret))
     await app.register(ingestService, ingestDeps(config, database, explicit))
-    await app.register(exporterService, exporterDeps(config, database))
+    await app.register(exporterService, exporterDeps(config, database, secret))
   },
   describe: (app, { config }) => [mqttAddressLine(app, config.MQTT_PORT)]
 })

@@ -1,11 +1,12 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|worldmap] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|worldmap|export] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { benchExport, type ExportFigures } from './export.js'
 import { benchIngest, type IngestFigures } from './ingest.js'
 import { benchMqtt, type MqttFigures } from './mqtt.js'
 import { benchRollups, type RollupFigures } from './rollups.js'
@@ -20,7 +21,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, worldMap?: WorldMapFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, worldMap?: WorldMapFigures, export?: ExportFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -30,6 +31,7 @@ try {
   if (wanted('mqtt')) results.mqtt = await benchMqtt(platform, quick)
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
   if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
+  if (wanted('export')) results.export = await benchExport(platform, quick)
 } finally {
   await platform.close()
 }
@@ -83,6 +85,13 @@ if (results.worldMap !== undefined) {
     `| GET /v0/devices/world_map, ${w.devices} devices, gzip, p50 (p95) | ${w.p50} ms (${w.p95} ms) | GET /health/live p50 ${w.baselineP50} ms | ${w.ratioToBaseline} | <= 20 ms | ${meets(w.p50 <= 20)} |`,
     `| compressed size | gzip ${w.gzipBytes} bytes, br ${w.brBytes} bytes | JSON ${w.jsonBytes} bytes | ${round(w.gzipBytes / w.jsonBytes)} | <= 1 MB | ${meets(w.gzipBytes <= 1_000_000)} |`,
     `| first request after a change (rebuild) | ${w.rebuildMs} ms | | | | |`, '')
+}
+if (results.export !== undefined) {
+  const e = results.export
+  lines.push('## Streamed export (case 5)', '',
+    `GET /v0/devices/:id/readings/export over HTTP: ${e.days} days of 1-minute readings of ${e.sensors} sensors (${e.values} values); RSS of the whole process (server and client) before: ${e.baselineRssMb} MB.`, '',
+    '| measure | values/s | baseline | ratio | peak RSS (growth) | target | met |', '|---|---|---|---|---|---|---|',
+    ...[e.csv, e.ndjson].map((r) => `| ${r.format}, ${r.bytes} bytes in ${r.seconds} s | ${r.valuesPerSecond} | bare COPY ${e.copy.valuesPerSecond} values/s | ${round(r.valuesPerSecond / e.copy.valuesPerSecond)} | ${r.peakRssMb} MB (+${round(r.peakRssMb - e.baselineRssMb, 1)} MB) | >= 1,000,000 values/s, <= 200 MB | ${meets(r.valuesPerSecond >= 1_000_000 && r.peakRssMb <= 200)} |`), '')
 }
 lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })

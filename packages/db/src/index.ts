@@ -5,6 +5,7 @@ export { startEmbeddedPostgres, ensureDatabase, type EmbeddedServer } from './em
 export { migrateDatabase, migrationStatus, expectedMigrationCount, migrationsFolder } from './migrate.js'
 export { seedCatalogue } from './seed.js'
 export { freePort, portIsFree } from './free-port.js'
+export { copyOut, type CopyOut } from './copy-out.js'
 export { PgCode, pgError, isPgCode } from './pg-errors.js'
 export { defaultKitId } from './seed/catalogue-data.js'
 export { openPlatformDatabase, type PlatformDatabase, type PlatformDatabaseOptions } from './bootstrap.js'

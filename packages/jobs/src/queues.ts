@@ -8,8 +8,29 @@ export const MailPayload = Type.Object({
 }, { additionalProperties: false })
 export type MailPayload = Static<typeof MailPayload>
 
+/** Builds a device's CSV archive and mails a signed link to whoever asked (behaviour.md §11). */
+export const CsvArchivePayload = Type.Object({
+  deviceId: Type.Integer({ minimum: 1 }),
+  userId: Type.Integer({ minimum: 1 }),
+  /** the api's public base URL as the request saw it, so the exporter needs no URL of its own */
+  baseUrl: Type.String({ pattern: '^https?://' })
+}, { additionalProperties: false })
+export type CsvArchivePayload = Static<typeof CsvArchivePayload>
+
+/** Stores a validated historical CSV import (its row in reading_imports). */
+export const CsvImportPayload = Type.Object({ importId: Type.Integer({ minimum: 1 }) }, { additionalProperties: false })
+export type CsvImportPayload = Static<typeof CsvImportPayload>
+
+/** Scheduled jobs carry nothing: each run works from the database and the clock. */
+export const ScheduledPayload = Type.Object({}, { additionalProperties: true })
+
 export const queues = {
-  mail: { name: 'mail', payload: MailPayload }
+  mail: { name: 'mail', payload: MailPayload },
+  csvArchive: { name: 'csv-archive', payload: CsvArchivePayload },
+  csvImport: { name: 'csv-import', payload: CsvImportPayload },
+  purgeArchivedDevices: { name: 'purge-archived-devices', payload: ScheduledPayload },
+  notifyStoppedPublishing: { name: 'notify-stopped-publishing', payload: ScheduledPayload },
+  notifyLowBattery: { name: 'notify-low-battery', payload: ScheduledPayload }
 } as const satisfies Record<string, { name: string, payload: TSchema }>
 
 export type QueueKey = keyof typeof queues

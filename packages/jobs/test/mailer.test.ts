@@ -2,8 +2,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { SMTPServer } from 'smtp-server'
 import { createMailer } from '@esp/jobs'
+import { startSmtp } from '../../../test/helpers/smtp.js'
 
 t.test('without SMTP, each message is one JSON file in the outbox', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'esp-outbox-'))
@@ -18,25 +18,11 @@ t.test('without SMTP, each message is one JSON file in the outbox', async (t) =>
 })
 
 t.test('with SMTP_URL, messages go to a real SMTP server', async (t) => {
-  const received: { from: string, to: string[], data: string }[] = []
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    onData (stream, session, callback) {
-      let data = ''
-      stream.on('data', (chunk: Buffer) => { data += chunk.toString('utf8') })
-      stream.on('end', () => {
-        received.push({ from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address, to: session.envelope.rcptTo.map((r) => r.address), data })
-        callback()
-      })
-    }
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.close(() => { resolve() }) }))
-  const port = (server.server.address() as { port: number }).port
-  const mailer = createMailer({ smtpUrl: `smtp://127.0.0.1:${port}`, from: 'Platform <p@example.org>', outboxDir: '/nonexistent' })
+  const smtp = await startSmtp(t)
+  const mailer = createMailer({ smtpUrl: smtp.url, from: 'Platform <p@example.org>', outboxDir: '/nonexistent' })
   t.teardown(() => { mailer.close() })
   await mailer.send({ to: 'b@example.org', subject: 'Reset', text: 'the body' })
+  const received = await smtp.waitFor(1)
   t.equal(received.length, 1)
-  t.match(received[0], { from: 'p@example.org', to: ['b@example.org'], data: /Subject: Reset[\s\S]*the body/ })
+  t.match(received[0], { from: 'p@example.org', to: ['b@example.org'], subject: 'Reset', raw: /Subject: Reset[\s\S]*the body/ })
 })

@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, postgresRunner } from '@esp/db'
-import { type Clock, Device, ensureAdmin, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
+import { archiveLinkSecret, type Clock, Device, ensureAdmin, OLDEST_IMPORT, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
 import { applicationRoutes } from './routes/v0/applications.js'
@@ -17,6 +17,7 @@ import { deviceRoutes } from './routes/v0/devices.js'
 import { catalogueRoutes } from './routes/v0/catalogue.js'
 import { experimentRoutes } from './routes/v0/experiments.js'
 import { searchRoutes } from './routes/v0/search.js'
+import { exportRoutes } from './routes/v0/exports.js'
 
 export interface ApiDeps {
   database: Database
@@ -28,6 +29,14 @@ export interface ApiDeps {
   maxBuckets?: number
   admin?: { username: string, email: string, password: string } | undefined
   clock?: Clock
+  /** signs CSV archive links; the exporter must use the same (archiveLinkSecret of the platform secret) */
+  archiveLinkSecret?: string
+  /** how far ahead of the clock an imported reading may be (READINGS_MAX_FUTURE_SECONDS) */
+  readingsMaxFutureSeconds?: number
+  /** the largest CSV import body (CSV_IMPORT_MAX_BYTES) */
+  csvImportMaxBytes?: number
+  /** streamed exports running at once per process, each on a connection of its own (EXPORT_MAX_CONCURRENT) */
+  exportMaxConcurrent?: number
 }
 
 /**
@@ -73,5 +82,15 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
     await v0.register(catalogueRoutes, ctx)
     await v0.register(experimentRoutes, ctx)
     await v0.register(searchRoutes, ctx)
+    await v0.register(exportRoutes, {
+      ...ctx,
+      exports: {
+        linkSecret: deps.archiveLinkSecret ?? archiveLinkSecret(deps.uploadSecret),
+        archiveDir: path.join(path.resolve(deps.dataDir), 'archives'),
+        importLimits: { maxFutureMs: (deps.readingsMaxFutureSeconds ?? 86_400) * 1000, minTime: OLDEST_IMPORT },
+        importMaxBytes: deps.csvImportMaxBytes ?? 16 * 1024 * 1024,
+        maxConcurrent: deps.exportMaxConcurrent ?? 4
+      }
+    })
   }, { prefix: '/v0' })
 }, { name: 'esp-api' })

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto'
 import { type Static, Type } from '@sinclair/typebox'
-import { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
+import { AuthConfig, DbConfig, ExportConfig, HttpConfig, LogConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
 import type { Database } from '@esp/db'
+import { archiveLinkSecret } from '@esp/domain'
 import type { ApiDeps } from './app.js'
 
-export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, ReadingsConfig, LogConfig])
+export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, ReadingsConfig, ExportConfig, LogConfig])
 export type ApiConfigType = Static<typeof ApiConfig>
 
-type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD'>
+type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'READINGS_MAX_FUTURE_SECONDS' | 'CSV_IMPORT_MAX_BYTES' | 'EXPORT_MAX_CONCURRENT' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD'>
 
 /** The api's dependencies from validated configuration; the upload key is derived, never reused as is. */
 export function apiDeps (config: ApiSettings, database: Database, secret: string): ApiDeps {
@@ -22,6 +23,10 @@ export function apiDeps (config: ApiSettings, database: Database, secret: string
     uploadMaxBytes: config.UPLOAD_MAX_BYTES,
     maxBuckets: config.READINGS_MAX_BUCKETS,
     uploadSecret: createHash('sha256').update(`upload-policy:${secret}`).digest('base64url'),
+    archiveLinkSecret: archiveLinkSecret(secret),
+    readingsMaxFutureSeconds: config.READINGS_MAX_FUTURE_SECONDS,
+    csvImportMaxBytes: config.CSV_IMPORT_MAX_BYTES,
+    exportMaxConcurrent: config.EXPORT_MAX_CONCURRENT,
     admin
   }
 }

@@ -1,9 +1,13 @@
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Database } from '@esp/db'
-import { createBoss, createMailer, ensureQueues, type MailPayload, type PgBoss, queues } from '@esp/jobs'
+import { type Database, loadEngine, postgresRunner } from '@esp/db'
+import { type Clock, type JobSender, ReadingsWriter, systemClock } from '@esp/domain'
+import { createBoss, createMailer, type CsvArchivePayload, type CsvImportPayload, ensureQueues, type MailPayload, type PgBoss, queues, sendJob } from '@esp/jobs'
+import { handleCsvArchive } from './jobs/csv-archive.js'
+import { handleCsvImport } from './jobs/csv-import.js'
 import { handleMail } from './jobs/mail.js'
+import { notifyLowBattery, notifyStoppedPublishing, purgeArchivedDevices, type ScheduledDeps } from './jobs/scheduled.js'
 
 export interface ExporterDeps {
   database: Database
@@ -12,6 +16,15 @@ export interface ExporterDeps {
   mailFrom: string
   /** how often idle workers look for jobs */
   pollingIntervalSeconds?: number
+  /** signs CSV archive links; the api verifies them with the same key */
+  archiveLinkSecret?: string
+  archiveLinkTtlSeconds?: number | undefined
+  purgeGraceSeconds?: number | undefined
+  stoppedPublishingAfterSeconds?: number | undefined
+  lowBatteryPercent?: number | undefined
+  /** false: no cron schedules (tests run the scheduled jobs as functions) */
+  schedules?: boolean
+  clock?: Clock
 }
 
 declare module 'fastify' {
@@ -20,9 +33,17 @@ declare module 'fastify' {
   }
 }
 
+/** When the scheduled jobs run (UTC cron); each is idempotent, so an extra or missed tick is harmless. */
+export const SCHEDULES = {
+  purgeArchivedDevices: '17 * * * *',
+  notifyStoppedPublishing: '*/15 * * * *',
+  notifyLowBattery: '7 * * * *'
+} as const
+
 /** pg-boss workers on the platform's own database (DESIGN.md: exporter). */
 export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDeps) => {
   const log = app.log.child({ component: 'jobs' })
+  const clock = deps.clock ?? systemClock
   const mailer = createMailer({
     smtpUrl: deps.smtpUrl,
     from: deps.mailFrom,
@@ -32,8 +53,51 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
   const boss = createBoss({ url: deps.database.url, onError: (err) => { log.error({ err }, 'job queue error') } })
   await boss.start()
   await ensureQueues(boss)
+  const send: JobSender = async (tx, key, payload) => { await sendJob(boss, tx, key, payload) }
+  const engine = await loadEngine(postgresRunner(deps.database.sql))
+  const archiveDir = path.join(path.resolve(deps.dataDir), 'archives')
+  const scheduled: ScheduledDeps = {
+    database: deps.database,
+    engine,
+    send,
+    archiveDir,
+    settings: {
+      purgeGraceSeconds: deps.purgeGraceSeconds ?? 86_400,
+      stoppedAfterSeconds: deps.stoppedPublishingAfterSeconds ?? 3600,
+      lowBatteryPercent: deps.lowBatteryPercent ?? 15
+    }
+  }
   const polling = deps.pollingIntervalSeconds ?? 2
   await boss.work<MailPayload>(queues.mail.name, { batchSize: 5, pollingIntervalSeconds: polling }, async (jobs) => { await handleMail({ mailer }, jobs) })
+  await boss.work<CsvArchivePayload>(queues.csvArchive.name, { pollingIntervalSeconds: polling }, async ([job]) => {
+    if (job === undefined) return
+    if (deps.archiveLinkSecret === undefined) throw new Error('CSV archives need archiveLinkSecret to sign their links')
+    await handleCsvArchive({
+      database: deps.database,
+      send,
+      archiveDir,
+      linkSecret: deps.archiveLinkSecret,
+      linkTtlSeconds: deps.archiveLinkTtlSeconds ?? 86_400,
+      now: clock
+    }, job.data)
+  })
+  // Imports go through the same group-committing writer as posted readings.
+  const writer = new ReadingsWriter(deps.database, engine)
+  await boss.work<CsvImportPayload>(queues.csvImport.name, { pollingIntervalSeconds: polling }, async ([job]) => {
+    if (job === undefined) return
+    await handleCsvImport({ database: deps.database, writer, now: clock }, job.data)
+  })
+  const tasks = {
+    purgeArchivedDevices: async () => { const ids = await purgeArchivedDevices(scheduled, clock()); if (ids.length > 0) log.info({ devices: ids }, 'archived devices purged') },
+    notifyStoppedPublishing: async () => { await notifyStoppedPublishing(scheduled, clock()) },
+    notifyLowBattery: async () => { await notifyLowBattery(scheduled, clock()) }
+  }
+  for (const [key, run] of Object.entries(tasks) as [keyof typeof SCHEDULES, () => Promise<void>][]) {
+    await boss.work(queues[key].name, { pollingIntervalSeconds: polling }, run)
+    // pg-boss keeps one schedule per name in the database and sends one job per tick whatever the
+    // number of exporters; registering it again at every start only updates it.
+    if (deps.schedules !== false) await boss.schedule(queues[key].name, SCHEDULES[key], {}, { tz: 'UTC' })
+  }
   app.decorate('boss', boss)
   app.addHook('onClose', async () => {
     await boss.stop({ graceful: true, wait: true, timeout: 10_000 })

@@ -5,5 +5,5 @@ import { ExporterConfig, exporterDeps } from './config.js'
 await main(ExporterConfig, {
   title: 'exporter service',
   applicationName: 'esp-exporter',
-  register: async (app, database, { config }) => { await app.register(exporterService, exporterDeps(config, database)) }
+  register: async (app, database, { config, secret }) => { await app.register(exporterService, exporterDeps(config, database, secret)) }
 })

@@ -31,6 +31,8 @@ export interface TimeSeriesEngine {
   prepare: (runner: Runner, times: Iterable<Date>) => Promise<void>
   /** In the write transaction, after the raw insert, with the rows actually inserted. */
   afterInsert: (tx: Runner, inserted: ReadingRow[]) => Promise<void>
+  /** Deletes every reading of these devices, raw and tiers, in the caller's transaction (device purge). */
+  purgeDevices: (tx: Runner, deviceIds: number[]) => Promise<void>
 }
 
 export async function engineName (runner: Runner): Promise<EngineName> {

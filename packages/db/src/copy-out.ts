@@ -1,0 +1,64 @@
+import { Readable } from 'node:stream'
+import postgres from 'postgres'
+
+export interface CopyOut {
+  /** the bytes PostgreSQL writes; destroying it (a client gone) cancels the COPY */
+  stream: Readable
+  /** settles once the connection is closed, whatever the outcome */
+  closed: Promise<void>
+}
+
+const noop = (): void => {}
+
+/**
+ * Runs `COPY (...) TO STDOUT` on a connection of its own and streams the bytes with backpressure.
+ *
+ * Not on the shared pool, because postgres.js 3.4.9 can leave a connection's socket paused after a
+ * COPY: when a CopyData that fills the stream's buffer and the CopyDone arrive in one chunk, it
+ * pauses the socket and nothing resumes it (porsager/postgres#499, fix in PR #1016, unreleased).
+ * The next query on that connection then hangs for ever, and so does `sql.end()`. Its stream's
+ * `_read` is the connection's `socket.resume()`, so calling it once the COPY is over puts the
+ * socket back into flowing mode; a stream abandoned half-way (`destroy`) cancels the query and
+ * drains what is still in flight, so the server never blocks writing to a socket nobody reads.
+ * A private connection also means a late cancel request cannot hit somebody else's query.
+ */
+export async function copyOut (url: string, text: string, options: { applicationName?: string } = {}): Promise<CopyOut> {
+  const client = postgres(url, { max: 1, onnotice: noop, connection: { application_name: options.applicationName ?? 'esp-copy', TimeZone: 'UTC' } })
+  let rows: Readable
+  let query: ReturnType<typeof client.unsafe>
+  try {
+    query = client.unsafe(text)
+    rows = await query.readable()
+  } catch (err) {
+    await client.end({ timeout: 5 })
+    throw err
+  }
+  const resumeSocket = (): void => { (rows as unknown as { _read: () => void })._read() }
+  let finished = false
+  let closing: Promise<void> | undefined
+  const close = async (): Promise<void> => {
+    closing ??= (async () => {
+      rows.on('error', noop)
+      if (!finished && !rows.readableEnded && !(rows as unknown as { _readableState: { ended: boolean } })._readableState.ended) {
+        query.cancel()
+        rows.on('data', noop)
+      }
+      resumeSocket()
+      await client.end({ timeout: 5 })
+    })()
+    return await closing
+  }
+  const iterator = rows.iterator({ destroyOnReturn: false })
+  const stream = Readable.from((async function * () {
+    try {
+      for await (const chunk of iterator) yield chunk as Buffer
+      finished = true
+    } finally {
+      await close()
+    }
+  })(), { objectMode: false })
+  let settle: () => void = noop
+  const closed = new Promise<void>((resolve) => { settle = resolve })
+  stream.once('close', () => { void close().then(settle, settle) })
+  return { stream, closed }
+}

@@ -1,0 +1,212 @@
+import { inTransaction, type Database, type Sql } from '@esp/db'
+import type { Viewer } from '../auth/viewer.js'
+import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/device-access.js'
+import { ApiError, errors, type FieldErrors } from '../errors.js'
+import type { JobSender } from '../jobs.js'
+import { formatTimestamp } from '../time.js'
+import { MAX_PROBLEMS, type PostedValue } from '../readings/batch.js'
+import { buildRows, resolveSensors, type SensorMap } from '../readings/ingest.js'
+import type { ReadingsWriter } from '../readings/writer.js'
+import { parseRecordedAt } from '../readings/time-params.js'
+
+/**
+ * Historical import of the firmware's SD-card CSV (clients.md W25): header lines (short titles,
+ * units, titles, then platform sensor ids), then one line per time: `2026-03-01T22:14:00Z,95,...`.
+ * The header is every line before the first one that starts with a time; its last line holds the
+ * sensor ids. A column without an id is ignored, as the web upload ignores it.
+ */
+export interface ParsedCsv {
+  /** the sensor id of each value column, null for an ignored one */
+  sensorIds: (number | null)[]
+  /** `line` is the file's line number (from 1), for messages */
+  rows: { line: number, recordedAt: Date, values: (number | null)[] }[]
+  valueCount: number
+}
+
+/** The oldest importable reading: the bound posted readings have (ingest), so a mistyped year is refused. */
+export const OLDEST_IMPORT = new Date('1990-01-01T00:00:00Z')
+
+export interface ImportLimits {
+  maxFutureMs: number
+  /** nothing older is accepted, as for posted readings */
+  minTime: Date
+}
+
+const NUMERIC = /^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/
+const cells = (line: string): string[] => line.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1').trim())
+
+/** Parses and checks a whole file; every problem is named by line (and column), up to 100. */
+export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { parsed: ParsedCsv, problems: FieldErrors } {
+  const problems: FieldErrors = {}
+  const add = (key: string, message: string): void => { if (Object.keys(problems).length < MAX_PROBLEMS) (problems[key] ??= []).push(message) }
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
+  const parsed: ParsedCsv = { sensorIds: [], rows: [], valueCount: 0 }
+  const latest = now.getTime() + limits.maxFutureMs
+  let inHeader = true
+  lines.forEach((line, index) => {
+    if (line.trim() === '') return
+    const key = `line ${index + 1}`
+    const row = cells(line)
+    const recordedAt = parseRecordedAt(row[0])
+    if (inHeader && recordedAt === null) {
+      // Titles and units come first; only the last header line, the ids, counts.
+      parsed.sensorIds = row.slice(1).map((cell) => /^\d{1,9}$/.test(cell) && Number(cell) > 0 ? Number(cell) : null)
+      delete problems.ids
+      row.slice(1).forEach((cell, i) => { if (cell !== '' && parsed.sensorIds[i] === null) add('ids', `${key}, column ${i + 2}: "${cell.slice(0, 40)}" is not a sensor id`) })
+      return
+    }
+    inHeader = false
+    if (recordedAt === null) { add(key, `"${(row[0] ?? '').slice(0, 40)}" is not a time (use YYYY-MM-DDTHH:MM:SSZ)`); return }
+    if (recordedAt.getTime() > latest) add(key, 'is too far in the future')
+    else if (recordedAt < limits.minTime) add(key, `is before ${limits.minTime.toISOString().slice(0, 10)}`)
+    if (row.length - 1 > parsed.sensorIds.length) add(key, `has ${row.length} columns, the header ${parsed.sensorIds.length + 1}`)
+    const values: (number | null)[] = []
+    row.slice(1).forEach((cell, i) => {
+      if (cell === '' || parsed.sensorIds[i] === null || parsed.sensorIds[i] === undefined) { values.push(null); return }
+      const value = NUMERIC.test(cell) ? Number(cell) : NaN
+      if (!Number.isFinite(value)) add(key, `column ${i + 2}: "${cell.slice(0, 40)}" is not a number`)
+      values.push(Number.isFinite(value) ? value : null)
+    })
+    const count = values.filter((v) => v !== null).length
+    if (count > 0) { parsed.rows.push({ line: index + 1, recordedAt, values }); parsed.valueCount += count }
+  })
+  if (problems.ids === undefined && parsed.sensorIds.every((id) => id === null)) add('ids', 'needs a line of sensor ids (the last header line), e.g. TIME,10,55,56')
+  else if (parsed.rows.length === 0 && Object.keys(problems).length === 0) add('file', 'has no readings')
+  return { parsed, problems }
+}
+
+/** Values stored per step of an import: each step is one write and one progress update. */
+const STEP_VALUES = 10_000
+
+/** The values of rows [from, ...) up to about STEP_VALUES, as the posted-readings path takes them. */
+function stepValues (parsed: ParsedCsv, from: number): { values: PostedValue[], next: number } {
+  const values: PostedValue[] = []
+  let next = from
+  while (next < parsed.rows.length && values.length < STEP_VALUES) {
+    const row = parsed.rows[next++]
+    if (row === undefined) break
+    row.values.forEach((raw, i) => {
+      const ref = parsed.sensorIds[i]
+      if (raw !== null && ref !== null && ref !== undefined) values.push({ path: `line ${row.line}, column ${i + 2}`, ref, recordedAt: row.recordedAt, raw })
+    })
+  }
+  return { values, next }
+}
+
+async function deviceSensors (sql: Sql, device: Pick<DeviceAccess, 'id' | 'kitId'>, parsed: ParsedCsv): Promise<SensorMap> {
+  const refs = [...new Set(parsed.sensorIds.filter((id): id is number => id !== null))].map((ref) => ({ ref }))
+  return (await resolveSensors(sql, [device], refs)).get(device.id) ?? new Map()
+}
+
+/**
+ * The whole file is checked before anything is stored (422 naming each problem): its syntax and
+ * bounds, then every value through buildRows, the step of posted readings that resolves the
+ * sensor and calibrates, so the job cannot meet a value the write path refuses.
+ */
+export async function validateSdCsv (sql: Sql, device: Pick<DeviceAccess, 'id' | 'kitId'>, text: string, limits: ImportLimits, now: Date): Promise<ParsedCsv> {
+  const { parsed, problems } = parseSdCsv(text, limits, now)
+  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
+  const sensors = await deviceSensors(sql, device, parsed)
+  const unknown = [...new Set(parsed.sensorIds.filter((id): id is number => id !== null && !sensors.has(id)))]
+  if (unknown.length > 0) throw errors.unprocessable({ ids: [`unknown sensor ids: ${unknown.join(', ')}`] })
+  for (let from = 0; from < parsed.rows.length && Object.keys(problems).length < MAX_PROBLEMS;) {
+    const step = stepValues(parsed, from)
+    buildRows(device.id, step.values, sensors, problems)
+    from = step.next
+  }
+  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
+  return parsed
+}
+
+export interface ImportView {
+  id: number
+  device_id: number
+  state: string
+  rows_total: number
+  rows_done: number
+  values_total: number
+  stored: number
+  duplicates: number
+  error: string | null
+  created_at: string
+  finished_at: string | null
+}
+
+interface ImportRow { id: number, device_id: number, state: string, rows_total: number, rows_done: number, values_total: number, stored: number, duplicates: number, error: string | null, created_at: string | Date, finished_at: string | Date | null }
+
+const asDate = (value: string | Date): Date => value instanceof Date ? value : new Date(value.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'))
+const present = (row: ImportRow): ImportView => ({
+  id: row.id, device_id: row.device_id, state: row.state, rows_total: row.rows_total, rows_done: row.rows_done, values_total: row.values_total,
+  stored: row.stored, duplicates: row.duplicates, error: row.error,
+  created_at: formatTimestamp(asDate(row.created_at)), finished_at: row.finished_at === null ? null : formatTimestamp(asDate(row.finished_at))
+})
+const IMPORT_COLUMNS = 'id, device_id, state, rows_total, rows_done, values_total, stored, duplicates, error, created_at, finished_at'
+
+export interface ImportContext { database: Pick<Database, 'sql'>, send: JobSender, now: () => Date, limits: ImportLimits }
+
+/** `POST /devices/:id/readings/csv`: owner or admin; validated whole, then queued with its row in one transaction. */
+export async function createCsvImport (ctx: ImportContext, viewer: Viewer | null, deviceId: string, text: string): Promise<ImportView> {
+  const device = await findDeviceAccess(ctx.database.sql, deviceId)
+  assertCanWrite(viewer, device)
+  const parsed = await validateSdCsv(ctx.database.sql, device, text, ctx.limits, ctx.now())
+  return await inTransaction(ctx.database, async (tx) => {
+    const [row] = await tx.sql.unsafe<ImportRow[]>(`
+      insert into reading_imports (device_id, user_id, rows_total, values_total, csv) values ($1, $2, $3, $4, $5)
+      returning ${IMPORT_COLUMNS}`, [device.id, viewer?.id ?? null, parsed.rows.length, parsed.valueCount, text])
+    if (row === undefined) throw new Error('no import row')
+    await ctx.send(tx.sql, 'csvImport', { importId: row.id })
+    return present(row)
+  })
+}
+
+/** `GET /devices/:id/readings/csv/:import_id`: progress, for whoever may write the device. */
+export async function csvImportStatus (sql: Sql, viewer: Viewer | null, deviceId: string, importId: string): Promise<ImportView> {
+  const device = await findDeviceAccess(sql, deviceId)
+  assertCanWrite(viewer, device)
+  const [row] = /^\d{1,9}$/.test(importId)
+    ? await sql.unsafe<ImportRow[]>(`select ${IMPORT_COLUMNS} from reading_imports where id = $1 and device_id = $2`, [Number(importId), device.id])
+    : []
+  if (row === undefined) throw errors.notFound('CSV import', Number.isNaN(Number(importId)) ? importId : Number(importId))
+  return present(row)
+}
+
+export interface ImportJobContext {
+  database: Pick<Database, 'sql'>
+  /** the group-committing writer of posted readings */
+  writer: ReadingsWriter
+  now: () => Date
+}
+
+/**
+ * The import job: the validated file is stored step by step through the path of posted readings
+ * (resolveSensors, buildRows, the writer: calibration, idempotent writes, tiers, latest values),
+ * and progress is written after each step. A retry starts over; readings are idempotent, so
+ * nothing is stored twice and the counts of the finished import are still right.
+ */
+export async function runCsvImport (ctx: ImportJobContext, importId: number): Promise<void> {
+  const sql = ctx.database.sql
+  const [job] = await sql<{ device_id: number, csv: string | null }[]>`
+    update reading_imports set state = 'running', rows_done = 0, stored = 0, duplicates = 0, error = null, updated_at = now()
+    where id = ${importId} and state in ('queued', 'running', 'failed') returning device_id, csv`
+  if (job === undefined || job.csv === null) return
+  try {
+    const device = await findDeviceAccess(sql, String(job.device_id))
+    // Bounds were checked when the file was accepted; the clock has moved on since.
+    const { parsed } = parseSdCsv(job.csv, { maxFutureMs: Number.MAX_SAFE_INTEGER, minTime: new Date(0) }, ctx.now())
+    const sensors = await deviceSensors(sql, device, parsed)
+    for (let from = 0; from < parsed.rows.length;) {
+      const step = stepValues(parsed, from)
+      const problems: FieldErrors = {}
+      const { rows, duplicates } = buildRows(device.id, step.values, sensors, problems)
+      if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
+      const result = await ctx.writer.write(rows)
+      from = step.next
+      await sql`update reading_imports set rows_done = ${from}, stored = stored + ${result.stored}, duplicates = duplicates + ${result.duplicates + duplicates}, updated_at = now() where id = ${importId}`
+    }
+    await sql`update reading_imports set state = 'done', csv = null, finished_at = now(), updated_at = now() where id = ${importId}`
+  } catch (err) {
+    const message = err instanceof ApiError && err.errors !== null && typeof err.errors === 'object' ? `${err.message}: ${JSON.stringify(err.errors)}` : err instanceof Error ? err.message : 'failed'
+    await sql`update reading_imports set state = 'failed', error = ${message.slice(0, 500)}, updated_at = now() where id = ${importId}`
+    throw err
+  }
+}

@@ -1,0 +1,140 @@
+import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import path from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import {
+  createCsvImport, csvImportStatus, errors, findDeviceAccess, type ImportLimits, openReadingsExport, requestCsvArchive, verifyArchiveLink
+} from '@esp/domain'
+import { baseUrl, errorResponses } from '@esp/http'
+import type { ApiContext } from '../../context.js'
+import { readMultipartForm } from './multipart.js'
+
+export interface ExportRouteContext extends ApiContext {
+  exports: {
+    /** verifies the exporter's download links */
+    linkSecret: string
+    /** DATA_DIR/archives, written by the exporter */
+    archiveDir: string
+    importLimits: ImportLimits
+    /** the largest CSV import body */
+    importMaxBytes: number
+    /** streamed exports at once; each holds a connection of its own */
+    maxConcurrent: number
+  }
+}
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
+const DeviceParams = Type.Object({ device_id: Type.String({ maxLength: 20 }) })
+const Queued = Type.Object({ id: Type.String(), message: Type.String(), errors: Type.Null(), url: Type.Null() })
+const Import = Type.Object({
+  id: Type.Integer(),
+  device_id: Type.Integer(),
+  state: Type.String({ description: 'queued, running, done or failed' }),
+  rows_total: Type.Integer(),
+  rows_done: Type.Integer(),
+  values_total: Type.Integer(),
+  stored: Type.Integer({ description: 'values newly stored' }),
+  duplicates: Type.Integer({ description: 'values already stored at that time (the first write wins)' }),
+  error: Nullable(Type.String()),
+  created_at: Type.String(),
+  finished_at: Nullable(Type.String())
+})
+const Streamed = Type.Unknown({ description: 'the file, streamed' })
+
+/** CSV archive (contract), the streamed export and the historical CSV import (issue 7). */
+export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteContext): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const tags = ['readings']
+  let running = 0
+  // The SD-card file as the body itself; multipart is read by the handler.
+  app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => { done(null, body) })
+
+  app.get('/devices/:device_id/readings/csv_archive', {
+    schema: {
+      tags, summary: 'Queues a CSV archive of every reading; a download link is mailed (once per 6 hours per device)', operationId: 'requestCsvArchive',
+      params: DeviceParams, response: { 200: Queued, ...errorResponses(401, 403, 404, 420, 429) }
+    }
+  }, async (request) => {
+    await requestCsvArchive({ database: ctx.database, send: ctx.send, now: ctx.clock }, request.viewer, request.params.device_id, baseUrl(request))
+    return { id: 'ok', message: 'CSV Archive job added to queue', errors: null, url: null }
+  })
+
+  app.get('/devices/:device_id/readings/csv_archive/:file', {
+    schema: {
+      tags, summary: 'Downloads a CSV archive through the signed, expiring link of its e-mail', operationId: 'downloadCsvArchive',
+      params: Type.Object({ device_id: Type.String({ maxLength: 20 }), file: Type.String({ maxLength: 64 }) }),
+      querystring: Type.Object({ expires: Type.Optional(Type.String({ maxLength: 20 })), signature: Type.Optional(Type.String({ maxLength: 100 })) }),
+      response: { 200: Streamed, ...errorResponses(403, 404) }
+    }
+  }, async (request, reply) => {
+    const link = verifyArchiveLink(ctx.exports.linkSecret, { deviceId: request.params.device_id, file: request.params.file, ...request.query }, ctx.clock())
+    await findDeviceAccess(ctx.database.sql, String(link.deviceId))
+    const file = path.join(ctx.exports.archiveDir, String(link.deviceId), link.file)
+    const size = await stat(file).then((s) => s.size, () => null)
+    if (size === null) throw errors.notFound('CSV archive', link.file)
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-length', size)
+      .header('content-disposition', `attachment; filename=${link.file}`)
+      .header('cache-control', 'private, no-store')
+      .send(createReadStream(file))
+  })
+
+  app.get('/devices/:device_id/readings/export', {
+    schema: {
+      tags, summary: 'Streams every reading of a range as CSV or NDJSON, one line per value, by sensor then time', operationId: 'exportReadings',
+      params: DeviceParams,
+      querystring: Type.Object({
+        format: Type.Optional(Type.String({ description: 'csv (default) or ndjson' })),
+        from: Type.Optional(Type.String({ description: 'as for GET readings; default: the first reading' })),
+        to: Type.Optional(Type.String({ description: 'as for GET readings; default: the last reading' })),
+        sensor_id: Type.Optional(Type.String({ description: 'one sensor only' }))
+      }),
+      response: { 200: Streamed, ...errorResponses(400, 403, 404, 429, 503) }
+    }
+  }, async (request, reply) => {
+    if (running >= ctx.exports.maxConcurrent) throw errors.serviceUnavailable('Too many exports are running; try again in a minute')
+    running++
+    let opened
+    try {
+      opened = await openReadingsExport(ctx.database, request.viewer, request.params.device_id, request.query)
+    } catch (err) {
+      running--
+      throw err
+    }
+    // Counted until the connection is gone, whether the download finished or was abandoned.
+    void opened.closed.finally(() => { running-- })
+    return reply.type(opened.contentType).header('content-disposition', `attachment; filename=${opened.filename}`).send(opened.stream)
+  })
+
+  app.post('/devices/:device_id/readings/csv', {
+    bodyLimit: ctx.exports.importMaxBytes,
+    schema: {
+      tags, summary: "Imports an SD card's CSV file (text/csv body, or multipart field file); validated whole, stored by a job", operationId: 'importReadingsCsv',
+      consumes: ['text/csv', 'multipart/form-data'], params: DeviceParams,
+      response: { 202: Import, ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429) }
+    }
+  }, async (request, reply) => {
+    let text: string
+    if (request.isMultipart()) {
+      const form = await readMultipartForm(request, 'file')
+      if (form.file === undefined) throw errors.parameterMissing(['file'])
+      text = form.file.toString('utf8')
+    } else if (typeof request.body === 'string') {
+      text = request.body
+    } else {
+      throw errors.unsupportedMediaType(request.headers['content-type'] ?? 'none')
+    }
+    const created = await createCsvImport({ database: ctx.database, send: ctx.send, now: ctx.clock, limits: ctx.exports.importLimits }, request.viewer, request.params.device_id, text)
+    return reply.code(202).header('location', `${baseUrl(request)}/v0/devices/${created.device_id}/readings/csv/${created.id}`).send(created)
+  })
+
+  app.get('/devices/:device_id/readings/csv/:import_id', {
+    schema: {
+      tags, summary: 'Progress of a CSV import', operationId: 'getReadingsCsvImport',
+      params: Type.Object({ device_id: Type.String({ maxLength: 20 }), import_id: Type.String({ maxLength: 20 }) }),
+      response: { 200: Import, ...errorResponses(401, 403, 404, 429) }
+    }
+  }, async (request) => await csvImportStatus(ctx.database.sql, request.viewer, request.params.device_id, request.params.import_id))
+}

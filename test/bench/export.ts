@@ -1,0 +1,91 @@
+import { copyOut, loadEngine, postgresRunner } from '@esp/db'
+import { makeDevices, type BenchPlatform } from './setup.js'
+import { progress, round } from './stats.js'
+
+export interface ExportRun { format: string, values: number, bytes: number, seconds: number, valuesPerSecond: number, peakRssMb: number }
+export interface ExportFigures {
+  sensors: number
+  days: number
+  values: number
+  loadSeconds: number
+  /** RSS of this process (server and client) before the exports */
+  baselineRssMb: number
+  csv: ExportRun
+  ndjson: ExportRun
+  /** the bare COPY of the same rows, read in-process: what PostgreSQL alone delivers */
+  copy: ExportRun
+}
+
+const MINUTE = 60_000
+
+/** Reads a stream to its end, counting bytes and lines, while sampling this process's RSS. */
+async function measure (format: string, open: () => Promise<AsyncIterable<Uint8Array>>): Promise<Omit<ExportRun, 'values'> & { lines: number }> {
+  let peak = process.memoryUsage().rss
+  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 10)
+  const t0 = performance.now()
+  let bytes = 0
+  let lines = 0
+  try {
+    for await (const chunk of await open()) {
+      bytes += chunk.length
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
+    }
+  } finally {
+    clearInterval(sampler)
+  }
+  const seconds = (performance.now() - t0) / 1000
+  peak = Math.max(peak, process.memoryUsage().rss)
+  return { format, bytes, lines, seconds: round(seconds), valuesPerSecond: 0, peakRssMb: round(peak / 2 ** 20, 1) }
+}
+
+/**
+ * Case 5: the streamed export (GET /v0/devices/:id/readings/export) of a year of 1-minute
+ * readings of 12 sensors over real HTTP, in CSV and NDJSON, with the bare COPY as the baseline.
+ * The rows are loaded with one INSERT … SELECT per month: this case measures reading, and the
+ * write path has its own cases.
+ */
+export async function benchExport (p: BenchPlatform, quick: boolean): Promise<ExportFigures> {
+  const [device = 0] = await makeDevices(p.database, p.userId, 1)
+  const sql = p.database.sql
+  const sensors = (await sql<{ id: number }[]>`select id from sensors order by id limit 12`).map((r) => r.id)
+  const days = quick ? 7 : 365
+  const end = Date.UTC(2026, 10, 1)
+  const start = end - days * 24 * 60 * MINUTE
+  const engine = await loadEngine(postgresRunner(sql))
+  const months: Date[] = []
+  for (let at = new Date(start); at.getTime() < end; at = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1))) months.push(at)
+  await engine.prepare(postgresRunner(sql), [...months, new Date(end - 1)])
+  progress(`export: loading ${days} days of 1-minute readings for ${sensors.length} sensors`)
+  const t0 = performance.now()
+  for (let from = start; from < end; from += 30 * 24 * 60 * MINUTE) {
+    const to = Math.min(end, from + 30 * 24 * 60 * MINUTE)
+    await sql`
+      insert into readings (device_id, sensor_id, recorded_at, value, raw_value)
+      select ${device}, s, t, v, v
+      from unnest(${sensors}::int[]) as s, generate_series(${new Date(from).toISOString()}::timestamptz, ${new Date(to - MINUTE).toISOString()}::timestamptz, interval '1 minute') as t,
+        lateral (select round((20 + 10 * sin(extract(epoch from t) / 86400) + s / 7.0)::numeric, 2)::float8 as v) x`
+  }
+  const loadSeconds = (performance.now() - t0) / 1000
+  await sql`vacuum analyze readings`
+  const values = sensors.length * days * 24 * 60
+  global.gc?.()
+  const baselineRssMb = round(process.memoryUsage().rss / 2 ** 20, 1)
+
+  const http = async (format: string): Promise<ExportRun> => {
+    progress(`export: ${format} over HTTP`)
+    const run = await measure(format, async () => {
+      const res = await fetch(`${p.base}/v0/devices/${device}/readings/export?format=${format}`, { headers: { authorization: `Bearer ${p.token}` } })
+      if (res.status !== 200 || res.body === null) throw new Error(`export ${format}: ${res.status} ${await res.text()}`)
+      return res.body as unknown as AsyncIterable<Uint8Array>
+    })
+    const got = run.lines - (format === 'csv' ? 1 : 0)
+    if (got !== values) throw new Error(`export ${format}: ${got} values, expected ${values}`)
+    return { format, values, bytes: run.bytes, seconds: run.seconds, valuesPerSecond: Math.round(values / run.seconds), peakRssMb: run.peakRssMb }
+  }
+  const csv = await http('csv')
+  const ndjson = await http('ndjson')
+  progress('export: bare COPY')
+  const bare = await measure('copy', async () => (await copyOut(p.database.url, `copy (select recorded_at, sensor_id, value from readings where device_id = ${device} order by sensor_id, recorded_at) to stdout`)).stream)
+  const copy = { format: 'copy', values, bytes: bare.bytes, seconds: bare.seconds, valuesPerSecond: Math.round(values / bare.seconds), peakRssMb: bare.peakRssMb }
+  return { sensors: sensors.length, days, values, loadSeconds: round(loadSeconds, 1), baselineRssMb, csv, ndjson, copy }
+}
