@@ -11,3 +11,7 @@ export { main } from './main.js'
 export { authPlugin, requireViewer, type AuthOptions } from './auth-plugin.js'
 export { rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
 export { setPaginationHeaders, rawQuery } from './pagination.js'
+export { createMetrics, metricsPlugin, metricsRoute, processApplicationName, METRICS_PATH, type PlatformMetrics, type MetricsOptions, type PoolSource } from './metrics.js'
+// Services define their own series through the same prom-client as the shared registry.
+export { Counter, Gauge, Histogram } from 'prom-client'
+export { pressurePlugin, poolProbe, PRESSURE_EXEMPT, type PressureOptions } from './pressure.js'

@@ -4,6 +4,7 @@ import type { Static } from '@sinclair/typebox'
 import type { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, UploadConfig } from '@esp/config'
 import { migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@esp/db'
 import { listenWithFallback } from './listen.js'
+import { processApplicationName } from './metrics.js'
 import { buildServer, DOCS_PATH } from './server.js'
 import { detectVersion } from './version.js'
 import { jwtSecret } from './secrets.js'
@@ -43,11 +44,12 @@ export interface Launched {
  */
 export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>): Promise<Launched> {
   const { config } = options
+  const applicationName = processApplicationName(options.applicationName)
   const database = await openPlatformDatabase({
     url: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
     poolMax: config.DATABASE_POOL_MAX,
-    applicationName: options.applicationName,
+    applicationName,
     engine: config.TS_ENGINE,
     log: (message) => { if (config.LOG_LEVEL !== 'silent') console.log(message) }
   })
@@ -66,6 +68,13 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL },
       uploadMaxBytes: config.UPLOAD_MAX_BYTES ?? 5 * 1024 * 1024,
       credentialedOrigins: config.CORS_ORIGINS === '' ? [] : config.CORS_ORIGINS.split(','),
+      metrics: { token: config.METRICS_TOKEN, pool: { sql: database.sql, max: config.DATABASE_POOL_MAX, applicationName } },
+      pressure: {
+        maxEventLoopDelayMs: config.PRESSURE_MAX_EVENT_LOOP_DELAY_MS,
+        maxDbWaitMs: config.PRESSURE_MAX_DB_WAIT_MS,
+        retryAfterSeconds: config.PRESSURE_RETRY_AFTER_SECONDS,
+        sql: database.sql
+      },
       ready: async () => {
         const status = await migrationStatus(database.sql)
         return status.applied >= status.expected ? null : `database not migrated: ${status.applied} of ${status.expected} migrations applied`
@@ -88,11 +97,16 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       `  database  ${database.embedded ? `embedded PostgreSQL under ${config.DATA_DIR}` : 'DATABASE_URL'}`
     ]
     console.log(lines.join('\n'))
-    closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
+    // SIGTERM: the listener closes at once; requests in flight (and the one each open keep-alive
+    // connection may still carry) finish and are answered, so every acknowledged reading is
+    // committed; onClose hooks then stop the broker and pg-boss (running jobs finish), and the
+    // pools close last. Past SHUTDOWN_TIMEOUT_SECONDS the process exits 1.
+    closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_SECONDS * 1000 }, async ({ err, signal }) => {
       if (err !== undefined) server.log.error({ err }, 'closing after an error')
       else server.log.info({ signal }, 'closing')
       await server.close()
       await database.close()
+      server.log.info('closed')
     })
     return { app: server, database, url }
   } catch (err) {

@@ -1,3 +1,9 @@
+// Services see this package through its declarations when built (project references): these keep
+// the plugins' type augmentations (route `tags`, `request.isMultipart`, route `rateLimit`) visible.
+/// <reference types="@fastify/swagger" preserve="true" />
+/// <reference types="@fastify/multipart" preserve="true" />
+/// <reference types="@fastify/rate-limit" preserve="true" />
+/// <reference types="@fastify/jwt" preserve="true" />
 import { randomUUID } from 'node:crypto'
 import formbody from '@fastify/formbody'
 import multipart from '@fastify/multipart'
@@ -12,6 +18,8 @@ import { rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
 import { corsPlugin } from './cors.js'
 import { healthRoutes, type ReadinessCheck } from './health.js'
 import { loggerOptions } from './logger.js'
+import { metricsPlugin, metricsRoute, type MetricsOptions } from './metrics.js'
+import { pressurePlugin, type PressureOptions } from './pressure.js'
 import { representationPlugin } from './representation.js'
 import { createUrlRewriter } from './versioning.js'
 
@@ -42,6 +50,10 @@ export interface ServerOptions extends HttpSettings {
   logStream?: { write: (line: string) => void }
   /** largest file in a multipart body */
   uploadMaxBytes?: number
+  /** GET /metrics access and the pool it reports on; metrics are always collected */
+  metrics?: MetricsOptions
+  /** backpressure thresholds; without them requests are never turned away */
+  pressure?: PressureOptions
 }
 
 export const DOCS_PATH = '/docs'
@@ -57,6 +69,9 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
     logger: { ...loggerOptions(options.logLevel), ...(options.logStream !== undefined ? { stream: options.logStream } : {}) },
     bodyLimit: options.bodyLimit,
     trustProxy: options.trustProxy,
+    // While closing, a request on a connection already open is still served (with Connection:
+    // close) rather than answered with Fastify's own 503 body: the launcher drains, then exits.
+    return503OnClosing: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id']
       return typeof given === 'string' && /^[\w-]{1,64}$/.test(given) ? given : randomUUID()
@@ -72,8 +87,15 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
     vendor: options.vendor,
     versionGit: options.versionGit
   })
+  drainOnClose(app)
+  // The id a log line carries is handed back, so a client's report can be found in the logs.
+  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
   app.addSchema(ErrorBody)
   await app.register(errorHandlerPlugin)
+  // Measured and turned away before anything else runs (authentication already queries the pool).
+  await app.register(metricsPlugin, options.metrics ?? {})
+  if (options.pressure !== undefined) await app.register(pressurePlugin, options.pressure)
+  await app.register(metricsRoute, { token: options.metrics?.token })
   await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
   await app.register(formbody, { bodyLimit: options.bodyLimit })
   await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })
@@ -111,6 +133,23 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
   await app.register(healthRoutes, { ready: options.ready })
   return app
+}
+
+/**
+ * Graceful close: Node closes the connections that are idle when close() begins, but a keep-alive
+ * connection whose response was still being written then stays open until Fastify's 72 s
+ * keep-alive timeout, and close() waits for it. So while closing, every response asks the client
+ * to hang up, and connections that turn idle are closed as they do.
+ */
+function drainOnClose (app: FastifyInstance): void {
+  let draining: NodeJS.Timeout | undefined
+  app.addHook('preClose', async () => {
+    draining = setInterval(() => { app.server.closeIdleConnections() }, 50)
+  })
+  app.addHook('onSend', async (request, reply) => {
+    if (draining !== undefined && request.raw.httpVersionMajor === 1) reply.header('connection', 'close')
+  })
+  app.addHook('onClose', async () => { clearInterval(draining) })
 }
 
 function containsNul (value: unknown, depth = 0): boolean {

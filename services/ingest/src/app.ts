@@ -10,6 +10,7 @@ import { LiveFeed, type Publish } from './broker/live-feed.js'
 import type { IngestRouteContext } from './context.js'
 import { legacyRoutes } from './routes/v0/legacy.js'
 import { readingRoutes } from './routes/v0/readings.js'
+import { ingestMetrics } from './metrics.js'
 
 /** Scale-out mode: read devices from an external broker (MQTT_BROKER_URL) instead of embedding one. */
 export interface ExternalBroker {
@@ -59,12 +60,13 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   const feed = new LiveFeed((topic, payload) => { publish(topic, payload) }, { publishPrivate: deps.externalBroker === undefined })
   const stats = newStats()
   app.decorate('mqttStats', stats)
+  const countStored = ingestMetrics(app, stats, () => messages.ingest)
   const ingest: IngestContext = {
     database: deps.database,
     writer: new ReadingsWriter(deps.database, engine),
     now: clock,
     limits: { maxValues: deps.maxValues, maxFutureMs: deps.maxFutureSeconds * 1000, minTime: OLDEST_READING },
-    onStored: feed.onStored
+    onStored: (stored) => { countStored(stored); feed.onStored(stored) }
   }
   const messages = {
     sql: deps.database.sql,

@@ -1,0 +1,171 @@
+import { timingSafeEqual } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Type } from '@sinclair/typebox'
+import type { Sql } from '@esp/db'
+import { errors } from '@esp/domain'
+import { errorResponses } from './error-body.js'
+import { sendError } from './error-handler.js'
+
+/**
+ * The metrics every service shares, on its own registry (one per server: tests build many in one
+ * process). Services add their own series to `registry` with the prom-client classes this package
+ * re-exports (the ingest service reads its MQTT counters on scrape).
+ *
+ * - `readingsStored`: `inc(n)` with the rows of each committed write.
+ * - `onScrape(fn)`: runs `fn` before each scrape to refresh gauges that need a query (queue depth,
+ *   pool use).
+ */
+export interface PlatformMetrics {
+  readonly registry: Registry
+  readonly readingsStored: Counter
+  readonly pressureRejections: Counter<'reason'>
+  onScrape: (collect: () => Promise<void>) => void
+  /** the text a scrape returns, after every onScrape collector ran */
+  scrape: () => Promise<string>
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: PlatformMetrics
+  }
+}
+
+export const METRICS_PATH = '/metrics'
+
+export function createMetrics (onCollectError: (err: unknown) => void = () => {}): PlatformMetrics {
+  const registry = new Registry()
+  const registers = [registry]
+  // Process metrics (CPU, memory, event-loop lag, GC) with the same prefix as ours.
+  collectDefaultMetrics({ register: registry, prefix: 'esp_' })
+  const collectors: Array<() => Promise<void>> = []
+  return {
+    registry,
+    readingsStored: new Counter({ name: 'esp_readings_stored_total', help: 'Readings committed to the database (new rows; rate() gives readings stored per second)', registers }),
+    pressureRejections: new Counter({ name: 'esp_pressure_rejections_total', help: 'Requests answered 503 because the process was under pressure, by reason', labelNames: ['reason'], registers }),
+    onScrape: (collect) => { collectors.push(collect) },
+    scrape: async () => {
+      // One failing source (a database hiccup) must not blank the whole scrape.
+      const results = await Promise.allSettled(collectors.map(async (collect) => { await collect() }))
+      for (const result of results) if (result.status === 'rejected') onCollectError(result.reason)
+      return await registry.metrics()
+    }
+  }
+}
+
+/** The service's own pool: its size, and the label its connections carry in pg_stat_activity. */
+export interface PoolSource {
+  sql: Sql
+  max: number
+  applicationName: string
+}
+
+/**
+ * A label unique to this process, so pg_stat_activity tells its connections from those of the
+ * other replicas (PostgreSQL keeps 63 bytes of it).
+ */
+export function processApplicationName (service: string): string {
+  return `${service}@${hostname()}:${process.pid}`.slice(0, 63)
+}
+
+export interface MetricsOptions {
+  /** when set, a scrape needs `Authorization: Bearer <token>` */
+  token?: string | undefined
+  pool?: PoolSource | undefined
+}
+
+interface JobCountRow { name: string, state: string, n: number }
+interface BossLike { getDb: () => { executeSql: (text: string, values: unknown[]) => Promise<{ rows: unknown[] }> } }
+
+function bossOf (app: FastifyInstance): BossLike | undefined {
+  if (!app.hasDecorator('boss')) return undefined
+  const boss: unknown = (app as unknown as Record<string, unknown>).boss
+  return typeof boss === 'object' && boss !== null && typeof (boss as Partial<BossLike>).getDb === 'function' ? boss as BossLike : undefined
+}
+
+const JOB_STATES = ['created', 'retry', 'active', 'failed'] as const
+
+/**
+ * The metrics decorator, the HTTP request metrics by route pattern, and the collectors run on scrape.
+ * Registered before the routes, so every route is measured.
+ */
+export const metricsPlugin = fp(async (app: FastifyInstance, options: MetricsOptions) => {
+  const metrics = createMetrics((err) => { app.log.warn({ err }, 'a metrics source failed') })
+  app.decorate('metrics', metrics)
+  const registers = [metrics.registry]
+  const labelNames = ['method', 'route', 'status_code'] as const
+  const requests = new Counter({ name: 'esp_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames, registers })
+  const duration = new Histogram({
+    name: 'esp_http_request_duration_seconds',
+    help: 'HTTP request latency, by route pattern and status',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    // The pattern, never the path: ids in paths would make a series per device.
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) }
+    requests.inc(labels)
+    duration.observe(labels, reply.elapsedTime / 1000)
+  })
+
+  const pool = options.pool
+  if (pool !== undefined) {
+    new Gauge({ name: 'esp_db_pool_max', help: 'Connections this process may open to the database', registers }).set(pool.max)
+    const connections = new Gauge({ name: 'esp_db_pool_connections', help: 'Open database connections of this process, by state (busy: running a query or in a transaction)', labelNames: ['state'], registers })
+    metrics.onScrape(async () => {
+      const [row] = await pool.sql<Array<{ busy: number, idle: number }>>`
+        select count(*) filter (where state is distinct from 'idle')::int as busy,
+               count(*) filter (where state = 'idle')::int as idle
+          from pg_stat_activity
+         where application_name = ${pool.applicationName} and datname = current_database()
+           and pid <> pg_backend_pid()`
+      connections.set({ state: 'busy' }, row?.busy ?? 0)
+      connections.set({ state: 'idle' }, row?.idle ?? 0)
+    })
+  }
+
+  // Queue depth and failures: only where a pg-boss runs (the exporter), so replicas of the other
+  // services do not each report the same global numbers.
+  const jobs = new Gauge({ name: 'esp_jobs', help: 'Jobs in the queue tables, by queue and state (created = waiting)', labelNames: ['queue', 'state'], registers })
+  metrics.onScrape(async () => {
+    const boss = bossOf(app)
+    if (boss === undefined) return
+    const { rows } = await boss.getDb().executeSql(
+      `select q.name, s.state, count(j.id)::int as n
+         from pgboss.queue q
+        cross join unnest($1::text[]) as s(state)
+         left join pgboss.job j on j.name = q.name and j.state = s.state::pgboss.job_state
+        group by q.name, s.state`, [JOB_STATES])
+    jobs.reset()
+    for (const row of rows as JobCountRow[]) jobs.set({ queue: row.name, state: row.state }, Number(row.n))
+  })
+}, { name: 'esp-metrics' })
+
+/** GET /metrics; registered after the pressure plugin, which exempts it (it shows the pressure). */
+export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsOptions, 'token'>): Promise<void> {
+  const metrics = app.metrics
+  const expected = options.token === undefined ? undefined : Buffer.from(`Bearer ${options.token}`)
+  app.get(METRICS_PATH, {
+    // The Bearer here is the metrics token, not a user's access token.
+    config: { rateLimit: false, authenticate: false },
+    schema: {
+      tags: ['health'],
+      summary: 'Prometheus metrics of this process',
+      operationId: 'metrics',
+      produces: ['text/plain'],
+      response: { 200: Type.String(), ...errorResponses(401) }
+    }
+  }, async (request, reply) => {
+    if (expected !== undefined) {
+      const given = Buffer.from(request.headers.authorization ?? '')
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
+      }
+    }
+    const text = await metrics.scrape()
+    return reply.type(metrics.registry.contentType).send(text)
+  })
+}
