@@ -8,6 +8,8 @@ export interface IngestFigures {
   kit12: { devices: number, posts: number, values: number, postsPerSecond: number, valuesPerSecond: number }
   copy: { rows: number, rowsPerSecond: number }
   ratioToCopy: number
+  /** case 6: RSS of this all-in-one process (api, ingest, exporter) before and at its peak under the fleet's load */
+  memory: { idleRssMb: number, peakRssMb: number }
 }
 
 const SENSORS_12 = [10, 14, 53, 55, 56, 58, 87, 88, 89, 112, 113, 220]
@@ -57,6 +59,9 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
   const batches = quick ? 2 : 25
   const devices = await makeDevices(p.database, p.userId, deviceCount)
   const start = Date.UTC(2026, 0, 1)
+  const idleRss = process.memoryUsage().rss
+  let peakRss = idleRss
+  const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage().rss) }, 20)
   progress(`ingest: ${deviceCount} devices x ${batches} batches of 500`)
   const seconds = await fleet(p, devices, batches, 'batch500', start)
   const values = deviceCount * batches * 500
@@ -65,6 +70,7 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
   const posts = quick ? 20 : 200
   progress(`ingest: ${deviceCount} kits x ${posts} posts of 12 sensors`)
   const kitSeconds = await fleet(p, kits, posts, 'kit12', start)
+  clearInterval(sampler)
 
   const copyRate = await copyCeiling(p, deviceCount, batches * 500, start)
   const valuesPerSecond = values / seconds
@@ -72,6 +78,7 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
     batch500: { devices: deviceCount, values, seconds: round(seconds), valuesPerSecond: Math.round(valuesPerSecond) },
     kit12: { devices: deviceCount, posts: deviceCount * posts, values: deviceCount * posts * 12, postsPerSecond: Math.round(deviceCount * posts / kitSeconds), valuesPerSecond: Math.round(deviceCount * posts * 12 / kitSeconds) },
     copy: { rows: values, rowsPerSecond: Math.round(copyRate) },
-    ratioToCopy: round(valuesPerSecond / copyRate, 3)
+    ratioToCopy: round(valuesPerSecond / copyRate, 3),
+    memory: { idleRssMb: round(idleRss / 2 ** 20, 1), peakRssMb: round(peakRss / 2 ** 20, 1) }
   }
 }

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|worldmap|export] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|reads|worldmap|export] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
@@ -9,6 +9,7 @@ import path from 'node:path'
 import { benchExport, type ExportFigures } from './export.js'
 import { benchIngest, type IngestFigures } from './ingest.js'
 import { benchMqtt, type MqttFigures } from './mqtt.js'
+import { benchReads, type ReadFigures } from './reads.js'
 import { benchRollups, type RollupFigures } from './rollups.js'
 import { startPlatform } from './setup.js'
 import { benchWorldMap, type WorldMapFigures } from './worldmap.js'
@@ -21,7 +22,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, worldMap?: WorldMapFigures, export?: ExportFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, reads?: ReadFigures, worldMap?: WorldMapFigures, export?: ExportFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -30,6 +31,7 @@ try {
   if (wanted('ingest')) results.ingest = await benchIngest(platform, quick)
   if (wanted('mqtt')) results.mqtt = await benchMqtt(platform, quick)
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
+  if (wanted('reads')) results.reads = await benchReads(platform, quick)
   if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
   if (wanted('export')) results.export = await benchExport(platform, quick)
 } finally {
@@ -49,7 +51,10 @@ if (results.ingest !== undefined) {
   lines.push('## HTTP ingest (case 1)', '',
     '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
     `| ${i.batch500.devices} devices posting batches of 500, ack after commit | ${i.batch500.valuesPerSecond} readings/s | COPY ${i.copy.rowsPerSecond} rows/s | ${i.ratioToCopy} | >= 0.5 | ${meets(i.ratioToCopy >= 0.5)} |`,
-    `| ${i.kit12.devices} kits posting one timestamp of 12 sensors | ${i.kit12.postsPerSecond} posts/s, ${i.kit12.valuesPerSecond} readings/s | | | | |`, '')
+    `| ${i.kit12.devices} kits posting one timestamp of 12 sensors | ${i.kit12.postsPerSecond} posts/s, ${i.kit12.valuesPerSecond} readings/s | | | | |`, '',
+    '## Memory (case 6)', '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| peak RSS of the all-in-one process (api, ingest, exporter) under case 1's load | ${i.memory.peakRssMb} MB | idle ${i.memory.idleRssMb} MB | ${round(i.memory.peakRssMb / i.memory.idleRssMb)} | <= 300 MB | ${meets(i.memory.peakRssMb <= 300)} |`, '')
 }
 if (results.mqtt !== undefined) {
   const m = results.mqtt
@@ -77,6 +82,14 @@ if (results.rollups !== undefined) {
     `| 1d over the year, p50 <= 3 ms | ${r.http1dAvgP50} ms (avg) | ${meets(r.http1dAvgP50 <= 3)} |`,
     `| any rollup over a month, p95 <= 20 ms | worst ${worstP95} ms | ${meets(worstP95 <= 20)} |`,
     `| >= 50x over the same aggregation in SQL over raw rows | ${r.speedup1d}x (raw ${r.raw1dP50} ms p50) | ${meets(r.speedup1d >= 50)} |`, '')
+}
+if (results.reads !== undefined) {
+  const r = results.reads
+  lines.push('## Reads (case 4)', '',
+    `${r.concurrency} keep-alive clients for ${r.seconds} s per route, ${r.devices} devices with 12 latest values each, as an admin (no rate limit).`, '',
+    '| route | requests/s | p50 (p95) ms | baseline | ratio | target | met |', '|---|---|---|---|---|---|---|',
+    `| GET /v0/devices/:id | ${r.device.requestsPerSecond} | ${r.device.p50} (${r.device.p95}) | bare Fastify one-row lookup ${r.baseline.requestsPerSecond}/s | ${r.device.ratioToBaseline} | >= 0.5 | ${meets(r.device.ratioToBaseline >= 0.5)} |`,
+    `| GET /v0/devices (25 a page) | ${r.list.requestsPerSecond} | ${r.list.p50} (${r.list.p95}) | bare Fastify one-row lookup ${r.baseline.requestsPerSecond}/s | ${r.list.ratioToBaseline} | >= 0.5 | ${meets(r.list.ratioToBaseline >= 0.5)} |`, '')
 }
 if (results.worldMap !== undefined) {
   const w = results.worldMap

@@ -6,6 +6,7 @@ import { apiService } from '@esp/api'
 import { createDatabase, type Database, migrateDatabase, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
 import { systemClock } from '@esp/domain'
 import { buildServer } from '@esp/http'
+import { exporterService } from '@esp/exporter'
 import { ingestService } from '@esp/ingest'
 import { progress } from './stats.js'
 
@@ -21,7 +22,7 @@ export interface BenchPlatform {
 }
 
 /**
- * The platform as `pnpm start` runs it (api and ingest on one server, real HTTP on loopback), on
+ * The platform as `pnpm start` runs it (api, ingest and exporter on one server, real HTTP on loopback), on
  * the embedded PostgreSQL (durable, as in use) or DATABASE_URL, in a database of its own.
  */
 export async function startPlatform (externalUrl: string | undefined): Promise<BenchPlatform> {
@@ -52,6 +53,8 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
   })
   await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x' })
   await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })
+  // All three services, as `pnpm start` runs them: case 6 reads this process's memory.
+  await app.register(exporterService, { database, dataDir: dir ?? tmpdir(), mailFrom: 'bench <bench@localhost>', schedules: false })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()
   const base = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`

@@ -1,0 +1,26 @@
+/**
+ * A closed-loop HTTP load in a process of its own: `concurrency` keep-alive clients request `url`
+ * back to back for `seconds`, and one JSON line reports requests per second and latencies. Kept
+ * apart from the server it measures so that the client's work takes no event-loop time from it.
+ * Arguments: JSON {url, headers, concurrency, seconds}.
+ */
+import { percentile } from './stats.js'
+
+const options = JSON.parse(process.argv[2] ?? '{}') as { url: string, headers: Record<string, string>, concurrency: number, seconds: number }
+const latencies: number[] = []
+let failures = 0
+// Warm the connections and the server's caches before the clock starts.
+await Promise.all(Array.from({ length: options.concurrency }, async () => { await (await fetch(options.url, { headers: options.headers })).arrayBuffer() }))
+const end = performance.now() + options.seconds * 1000
+const t0 = performance.now()
+await Promise.all(Array.from({ length: options.concurrency }, async () => {
+  while (performance.now() < end) {
+    const start = performance.now()
+    const res = await fetch(options.url, { headers: options.headers })
+    await res.arrayBuffer()
+    if (res.status !== 200) failures++
+    latencies.push(performance.now() - start)
+  }
+}))
+const seconds = (performance.now() - t0) / 1000
+console.log(JSON.stringify({ requests: latencies.length, failures, requestsPerSecond: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95) }))
