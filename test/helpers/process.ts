@@ -15,9 +15,13 @@ export interface Started {
   exited: Promise<number | null>
 }
 
-/** Runs a TypeScript entry point of the repository as a real process, as `pnpm start` does. */
+/**
+ * Runs an entry point of the repository as a real process: a TypeScript one as `pnpm start` does,
+ * a built one (`dist/….js`, after `pnpm build`) with plain node, as in production.
+ */
 export function startProcess (t: Tap, entry: string, env: Record<string, string | undefined>): Started {
-  const child = spawn(process.execPath, ['--conditions=@esp/source', '--import', 'tsx', entry], {
+  const loader = entry.endsWith('.js') ? [] : ['--conditions=@esp/source', '--import', 'tsx']
+  const child = spawn(process.execPath, [...loader, entry], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -1,10 +1,11 @@
-import type { Readable } from 'node:stream'
+import { pipeline, type Readable } from 'node:stream'
 import { copyOut, type Database } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanSee, findDeviceAccess } from '../devices/device-access.js'
 import { errors } from '../errors.js'
 import { parseTimeParam } from '../readings/time-params.js'
 import { type ExportFormat, exportCopySql } from './copy-sql.js'
+import { ExportLines } from './export-lines.js'
 
 export interface ExportParams {
   format?: string | undefined
@@ -45,6 +46,8 @@ export async function openReadingsExport (database: Pick<Database, 'sql' | 'url'
     if (known === undefined) throw errors.notFound('Sensor', sensorId)
   }
   const until = to === null ? null : new Date(to.getTime() + 1)
-  const { stream, closed } = await copyOut(database.url, exportCopySql(format, { deviceId: device.id, sensorId, from, until }), { applicationName: 'esp-export' })
-  return { stream, closed, contentType: CONTENT_TYPES[format], filename: `device_${device.id}_readings.${format}` }
+  const copy = await copyOut(database.url, exportCopySql({ deviceId: device.id, sensorId, from, until }), { applicationName: 'esp-export' })
+  // A reply destroyed half-way (the client gone) destroys the COPY's stream too, which cancels it.
+  const stream = pipeline(copy.stream, new ExportLines(format), () => {})
+  return { stream, closed: copy.closed, contentType: CONTENT_TYPES[format], filename: `device_${device.id}_readings.${format}` }
 }

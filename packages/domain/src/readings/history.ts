@@ -1,6 +1,6 @@
 import { rawPoints, rawStates, readingSpan, type Runner, type StateRow, tierStates, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
-import { formatTimestamp } from '../time.js'
+import { formatReadingTime, formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
 import { bucketStart, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
@@ -55,12 +55,6 @@ function splitRaw (segment: Segment): Segment[] {
 /** Without `from`, the window is the six weeks before `to` (behaviour.md §7). */
 export const DEFAULT_WINDOW_MS = 6 * 7 * 24 * 3600 * 1000
 const HOUR = { interval: '1 hour', origin: '1970-01-01T00:00:00.000Z' }
-
-/**
- * Reading times in the contract's format; a time with milliseconds (sub-second rollups, raw
- * readings posted with them) keeps them, or distinct buckets would print as the same second.
- */
-const readingTime = (at: Date): string => at.getUTCMilliseconds() === 0 ? formatTimestamp(at) : at.toISOString()
 
 const tooManyBuckets = (count: number, rollup: string, max: number): ApiError => errors.badRequest(
   `This request spans ${count} buckets of ${rollup}; at most ${max} are answered at once. Use a larger rollup or a shorter from/to range.`,
@@ -134,7 +128,7 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   if (rollup.raw) {
     const points = await rawPoints(runner, { ...base, from, until, limit: ctx.maxBuckets + 1 })
     if (points.length > ctx.maxBuckets) throw tooManyBuckets(points.length, rollup.text, ctx.maxBuckets)
-    return result(points.map((p) => [readingTime(p.recorded_at), finalize(stateOf(p.recorded_at.getTime(), p.value), fn)]), points.length)
+    return result(points.map((p) => [formatReadingTime(p.recorded_at.getTime()), finalize(stateOf(p.recorded_at.getTime(), p.value), fn)]), points.length)
   }
 
   const sqlBins = rollupSql(rollup)
@@ -163,7 +157,7 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
     : [...buckets.keys()]
   const readings = starts.sort((a, b) => b - a).map((start): [string, number | null] => {
     const state = buckets.get(start)
-    return [readingTime(new Date(start)), state === undefined ? null : finalize(state, fn)]
+    return [formatReadingTime(start), state === undefined ? null : finalize(state, fn)]
   })
   return result(readings, sampleSize)
 }

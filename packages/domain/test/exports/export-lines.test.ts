@@ -1,0 +1,74 @@
+import { Readable } from 'node:stream'
+import { buffer } from 'node:stream/consumers'
+import t from 'tap'
+import fc from 'fast-check'
+import { copyOut } from '@esp/db'
+import { createTestDatabase } from '@esp/db/testing'
+import { ExportLines } from '../../src/exports/export-lines.js'
+import { formatReadingTime, writeReadingTime } from '../../src/time.js'
+
+/** The contract's form built the slow, obvious way: what the fast formatters must agree with. */
+function expectedTime (ms: number): string {
+  const iso = new Date(ms).toISOString()
+  return iso.endsWith('.000Z') && iso.length === 24 ? `${iso.slice(0, 19)}Z` : iso
+}
+
+const anyInstant = fc.oneof(
+  fc.integer({ min: Date.UTC(1971, 0, 1), max: Date.UTC(2099, 0, 1) }),
+  // whole minutes, as devices post, and times either side of PostgreSQL's 2000 epoch
+  fc.integer({ min: 0, max: 60_000_000 }).map((m) => Date.UTC(1990, 0, 1) + m * 60_000),
+  fc.integer({ min: -5_000, max: 5_000 }).map((d) => Date.UTC(2000, 0, 1) + d)
+)
+
+t.test('formatReadingTime and writeReadingTime agree with toISOString, milliseconds only when present', async (t) => {
+  const out = Buffer.alloc(64)
+  fc.assert(fc.property(fc.oneof(anyInstant, fc.integer({ min: -8.64e15, max: 8.64e15 })), (ms) => {
+    const text = formatReadingTime(ms)
+    const end = writeReadingTime(out, 3, ms)
+    return text === expectedTime(ms) && out.toString('latin1', 3, end) === text
+  }), { numRuns: 20_000 })
+  t.equal(formatReadingTime(Date.UTC(2026, 10, 1, 7, 5, 9)), '2026-11-01T07:05:09Z')
+  t.equal(formatReadingTime(Date.UTC(2026, 10, 1, 7, 5, 9, 40)), '2026-11-01T07:05:09.040Z')
+})
+
+t.test('ExportLines turns PostgreSQL\'s binary COPY into the export lines, however the bytes are cut', async (t) => {
+  const database = await createTestDatabase(t)
+  const sql = database.sql
+  await sql`create table export_rows (recorded_at timestamptz not null, sensor_id int not null, value float8)`
+  const rows = fc.sample(fc.record({
+    at: anyInstant,
+    sensor: fc.integer({ min: 1, max: 2_000_000_000 }),
+    value: fc.option(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer({ min: -1000, max: 1000 }).map((v) => v / 100)), { nil: null })
+  }), { numRuns: 3000, seed: 7 })
+  await sql`insert into export_rows select * from unnest(${rows.map((r) => new Date(r.at).toISOString())}::text[]::timestamptz[], ${rows.map((r) => r.sensor)}::int[], ${rows.map((r) => r.value)}::float8[])`
+  const ordered = await sql<{ ms: string, sensor_id: number, value: number | null }[]>`
+    select (extract(epoch from recorded_at) * 1000)::int8::text as ms, sensor_id, value from export_rows order by sensor_id, recorded_at`
+  const csv = ['recorded_at,sensor_id,value', ...ordered.map((r) => `${expectedTime(Number(r.ms))},${r.sensor_id},${r.value === null ? '' : String(r.value)}`)].join('\n') + '\n'
+  const ndjson = ordered.map((r) => JSON.stringify({ recorded_at: expectedTime(Number(r.ms)), sensor_id: r.sensor_id, value: r.value })).join('\n') + '\n'
+
+  const copy = await copyOut(database.url, 'copy (select recorded_at, sensor_id, value from export_rows order by sensor_id, recorded_at) to stdout with (format binary)')
+  const bytes = await buffer(copy.stream)
+  await copy.closed
+
+  const run = async (format: 'csv' | 'ndjson', cuts: number[]): Promise<string> => {
+    const pieces: Buffer[] = []
+    let from = 0
+    for (const cut of [...cuts].sort((a, b) => a - b)) {
+      pieces.push(bytes.subarray(from, cut))
+      from = cut
+    }
+    pieces.push(bytes.subarray(from))
+    return (await buffer(Readable.from(pieces).pipe(new ExportLines(format)))).toString('latin1')
+  }
+  t.equal(await run('csv', []), csv, 'CSV: every row, in order, values as JavaScript prints them, null as empty')
+  t.equal(await run('ndjson', []), ndjson, 'NDJSON: one JSON object a line, null values as null')
+  const everyOffset = Array.from({ length: 200 }, (_, i) => i + 1)
+  t.equal(await run('csv', everyOffset), csv, 'the header and the first rows fed one byte at a time')
+  await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 40 }), async (cuts) => await run('ndjson', cuts) === ndjson), { numRuns: 30 })
+
+  await t.rejects(buffer(Readable.from([bytes.subarray(0, bytes.length - 2)]).pipe(new ExportLines('csv'))), /ended before the COPY did/, 'a COPY cut short is an error, not a short file')
+  const wrong = await copyOut(database.url, 'copy (select sensor_id, recorded_at, value from export_rows) to stdout with (format binary)')
+  await t.rejects(buffer(wrong.stream.pipe(new ExportLines('csv'))), /not \(timestamptz, int4, float8\)/)
+  wrong.stream.destroy()
+  await wrong.closed
+})
