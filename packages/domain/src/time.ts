@@ -15,55 +15,48 @@ export function formatTimestamp (value: Date | null | undefined): string | null 
 const DAY_MS = 86_400_000
 let cachedDay = Number.NaN
 let cachedDayPrefix = ''
-let cachedDayBytes: number[] = []
-
-/** Day `ms` falls in, cached: `YYYY-MM-DDT`, or null for years beyond 9999 (they keep the ISO form). */
-function dayOf (ms: number): number | null {
-  if (ms - cachedDay >= 0 && ms - cachedDay < DAY_MS) return cachedDay
-  const day = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS)
-  const iso = new Date(day).toISOString()
-  if (iso.length !== 24) return null
-  cachedDay = day
-  cachedDayPrefix = iso.slice(0, 11)
-  cachedDayBytes = Array.from(cachedDayPrefix, (c) => c.charCodeAt(0))
-  return day
-}
-
-const pad2 = (n: number): string => n < 10 ? `0${n}` : String(n)
-const pad3 = (n: number): string => n < 10 ? `00${n}` : n < 100 ? `0${n}` : String(n)
 
 /**
  * A reading's time from epoch milliseconds: the contract's form, with milliseconds only when the
  * reading has them (sub-second rollups, readings posted with them), or distinct times would print
- * as the same second. Rollups format thousands of these; the date part is kept per day.
+ * as the same second. Exports format millions of times a day apart by minutes, so the date part
+ * (`YYYY-MM-DDT`) of the last day seen is kept and only the clock time is built; another day costs
+ * one toISOString, as it always did.
  */
 export function formatReadingTime (ms: number): string {
-  const day = dayOf(ms)
-  if (day === null) {
-    const at = new Date(ms)
-    return at.getUTCMilliseconds() === 0 ? formatTimestamp(at) : at.toISOString()
-  }
-  const into = ms - day
+  const into = ms - cachedDay
+  if (!(into >= 0 && into < DAY_MS)) return formatNewDay(ms)
   const seconds = Math.floor(into / 1000)
   const fraction = into - seconds * 1000
   const clock = `${cachedDayPrefix}${pad2(Math.floor(seconds / 3600))}:${pad2(Math.floor(seconds / 60) % 60)}:${pad2(seconds % 60)}`
   return fraction === 0 ? `${clock}Z` : `${clock}.${pad3(fraction)}Z`
 }
 
+function formatNewDay (ms: number): string {
+  const iso = new Date(ms).toISOString()
+  // Years outside 0000-9999 print with a sign and six digits: no day is kept for them.
+  if (iso.length !== 24) return ms % 1000 === 0 ? formatTimestamp(new Date(ms)) : iso
+  cachedDay = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS)
+  cachedDayPrefix = iso.slice(0, 11)
+  return ms % 1000 === 0 ? `${iso.slice(0, 19)}Z` : iso
+}
+
+const pad2 = (n: number): string => n < 10 ? `0${n}` : String(n)
+const pad3 = (n: number): string => n < 10 ? `00${n}` : n < 100 ? `0${n}` : String(n)
+
 /**
  * formatReadingTime written as ASCII bytes into `out` at `at`, returning the next offset: exports
  * write millions, and building a string for each only to copy it would be most of their garbage.
  */
 export function writeReadingTime (out: Uint8Array, at: number, ms: number): number {
-  const day = dayOf(ms)
-  if (day === null) {
-    const text = formatReadingTime(ms)
+  const into = ms - cachedDay
+  if (!(into >= 0 && into < DAY_MS)) {
+    const text = formatNewDay(ms)
     for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i)
     return at + text.length
   }
   let n = at
-  for (let i = 0; i < 11; i++) out[n++] = cachedDayBytes[i] ?? 0
-  const into = ms - day
+  for (let i = 0; i < 11; i++) out[n++] = cachedDayPrefix.charCodeAt(i)
   const seconds = Math.floor(into / 1000)
   const fraction = into - seconds * 1000
   n = digits(out, n, Math.floor(seconds / 3600), 2)

@@ -68,13 +68,16 @@ const RAW_SQL: StateSql = {
   last: '(extract(epoch from max(recorded_at)) * 1000)::float8 as last_at, (array_agg(value order by recorded_at desc))[1] as last_val'
 }
 
-/** Stored tier rows in [from, until): the planner only asks for tier-aligned ranges. */
+/**
+ * Stored tier rows in [from, until): the planner only asks for tier-aligned ranges. Ordered by the
+ * stored bucket (the key's order, no sort), not by the epoch number the select list calls bucket.
+ */
 export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { fn?: string }): Promise<StateRow[]> {
   return await runner.query<StateRow>(`
-    select (extract(epoch from bucket) * 1000)::float8 as bucket, ${stateColumns(q.fn, TIER_SQL)}
-    from ${tier.table}
-    where device_id = $1 and sensor_id = $2 and bucket >= $3 and bucket < $4
-    order by bucket`, [q.deviceId, q.sensorId, q.from, q.until])
+    select (extract(epoch from tier.bucket) * 1000)::float8 as bucket, ${stateColumns(q.fn, TIER_SQL)}
+    from ${tier.table} as tier
+    where device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4
+    order by tier.bucket`, [q.deviceId, q.sensorId, q.from, q.until])
 }
 
 /** States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`. */
