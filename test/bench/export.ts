@@ -23,11 +23,14 @@ export interface ExportFigures {
 
 const MINUTE = 60_000
 
+const VM_RSS = /^VmRSS:\s+(\d+) kB/m
+const VM_HWM = /^VmHWM:\s+(\d+) kB/m
+
 /** Resident and peak resident memory of a process (Linux), in bytes. */
 function memoryOf (pid: number): { rss: number, peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024
-  return { rss: kb('VmRSS'), peak: kb('VmHWM') }
+  const bytes = (field: RegExp): number => Number(field.exec(status)?.[1] ?? 0) * 1024
+  return { rss: bytes(VM_RSS), peak: bytes(VM_HWM) }
 }
 
 /** Reads a stream to its end, counting bytes and lines, while sampling the serving process's RSS. */

@@ -84,8 +84,9 @@ export class ExportLines extends Transform {
         this.sensor = sensor
         this.sensorText = String(sensor)
       }
-      const value = valueLength === -1 ? Number.NaN : buf.readDoubleBE(at + 26)
-      const valueText = Number.isFinite(value) ? String(value) : (ndjson ? 'null' : (valueLength === -1 ? '' : String(value)))
+      const value = valueLength === -1 ? null : buf.readDoubleBE(at + 26)
+      // JSON has no NaN or Infinity; CSV writes them as PostgreSQL would.
+      const valueText = value === null ? (ndjson ? 'null' : '') : (ndjson && !Number.isFinite(value) ? 'null' : String(value))
       const ms = Math.floor(micros / 1000) + PG_EPOCH_MS
       if (ndjson) {
         n = ascii(out, n, '{"recorded_at":"')
