@@ -38,12 +38,12 @@ export async function copyOut (url: string, text: string, options: { application
     throw err
   }
   const resumeSocket = (): void => { (rows as unknown as { _read: () => void })._read() }
-  let finished = false
   let closing: Promise<void> | undefined
   const close = async (): Promise<void> => {
     closing ??= (async () => {
       rows.on('error', noop)
-      if (!finished && !rows.readableEnded && !(rows as unknown as { _readableState: { ended: boolean } })._readableState.ended) {
+      // Ended means PostgreSQL's CopyDone arrived (the end may not have been read yet): nothing to cancel.
+      if (!(rows as unknown as { _readableState: { ended: boolean } })._readableState.ended) {
         query.cancel()
         rows.on('data', noop)
       }
@@ -56,7 +56,6 @@ export async function copyOut (url: string, text: string, options: { application
   const stream = Readable.from((async function * () {
     try {
       for await (const chunk of iterator) yield chunk as Buffer
-      finished = true
     } finally {
       await close()
     }

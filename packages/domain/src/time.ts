@@ -35,7 +35,7 @@ export function formatReadingTime (ms: number): string {
 function formatNewDay (ms: number): string {
   const iso = new Date(ms).toISOString()
   // Years outside 0000-9999 print with a sign and six digits: no day is kept for them.
-  if (iso.length !== 24) return ms % 1000 === 0 ? formatTimestamp(new Date(ms)) : iso
+  if (iso.length !== 24) return iso
   cachedDay = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS)
   cachedDayPrefix = iso.slice(0, 11)
   return ms % 1000 === 0 ? `${iso.slice(0, 19)}Z` : iso

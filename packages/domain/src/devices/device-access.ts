@@ -17,7 +17,7 @@ export async function findActiveDevice (db: Executor, id: string | number): Prom
 export const ownsOrAdmin = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): boolean => viewer !== null && (viewer.id === device.ownerId || isAdmin(viewer))
 
 /** Posting readings and the CSV archive: the owner or an admin (contract: Authentication). */
-export function assertCanWrite (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): void {
+export function assertCanWrite (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): asserts viewer is Viewer {
   if (viewer === null) throw errors.unauthorized()
   if (!ownsOrAdmin(viewer, device)) throw errors.forbidden()
 }

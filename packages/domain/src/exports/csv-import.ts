@@ -1,4 +1,4 @@
-import { inTransaction, type Database, type Sql } from '@esp/db'
+import { inTransaction, pgDate, pgDateOrNull, type Database, type Sql } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
@@ -134,11 +134,10 @@ export interface ImportView {
 
 interface ImportRow { id: number, device_id: number, state: string, rows_total: number, rows_done: number, values_total: number, stored: number, duplicates: number, error: string | null, created_at: string | Date, finished_at: string | Date | null }
 
-const asDate = (value: string | Date): Date => value instanceof Date ? value : new Date(value.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'))
 const present = (row: ImportRow): ImportView => ({
   id: row.id, device_id: row.device_id, state: row.state, rows_total: row.rows_total, rows_done: row.rows_done, values_total: row.values_total,
   stored: row.stored, duplicates: row.duplicates, error: row.error,
-  created_at: formatTimestamp(asDate(row.created_at)), finished_at: row.finished_at === null ? null : formatTimestamp(asDate(row.finished_at))
+  created_at: formatTimestamp(pgDate(row.created_at)), finished_at: formatTimestamp(pgDateOrNull(row.finished_at))
 })
 const IMPORT_COLUMNS = 'id, device_id, state, rows_total, rows_done, values_total, stored, duplicates, error, created_at, finished_at'
 
@@ -152,7 +151,7 @@ export async function createCsvImport (ctx: ImportContext, viewer: Viewer | null
   return await inTransaction(ctx.database, async (tx) => {
     const [row] = await tx.sql.unsafe<ImportRow[]>(`
       insert into reading_imports (device_id, user_id, rows_total, values_total, csv) values ($1, $2, $3, $4, $5)
-      returning ${IMPORT_COLUMNS}`, [device.id, viewer?.id ?? null, parsed.rows.length, parsed.valueCount, text])
+      returning ${IMPORT_COLUMNS}`, [device.id, viewer.id, parsed.rows.length, parsed.valueCount, text])
     if (row === undefined) throw new Error('no import row')
     await ctx.send(tx.sql, 'csvImport', { importId: row.id })
     return present(row)

@@ -3,7 +3,7 @@ import { copyOut, type Database } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanSee, findDeviceAccess } from '../devices/device-access.js'
 import { errors } from '../errors.js'
-import { parseTimeParam } from '../readings/time-params.js'
+import { parseSensorIdParam, parseTimeParam } from '../readings/time-params.js'
 import { type ExportFormat, exportCopySql } from './copy-sql.js'
 import { ExportLines } from './export-lines.js'
 
@@ -38,10 +38,8 @@ export async function openReadingsExport (database: Pick<Database, 'sql' | 'url'
   const from = parseTimeParam('from', params.from) ?? null
   const to = parseTimeParam('to', params.to) ?? null
   if (from !== null && to !== null && from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
-  let sensorId: number | null = null
-  if (params.sensor_id !== undefined && params.sensor_id !== '') {
-    if (!/^\d{1,9}$/.test(params.sensor_id)) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
-    sensorId = Number(params.sensor_id)
+  const sensorId = parseSensorIdParam(params.sensor_id)
+  if (sensorId !== null) {
     const [known] = await sql<{ id: number }[]>`select id from sensors where id = ${sensorId}`
     if (known === undefined) throw errors.notFound('Sensor', sensorId)
   }

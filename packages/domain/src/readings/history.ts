@@ -4,7 +4,7 @@ import { formatReadingTime, formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
 import { bucketStart, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
-import { parseTimeParam } from './time-params.js'
+import { parseSensorIdParam, parseTimeParam } from './time-params.js'
 
 export interface HistoryParams {
   sensor_id?: string | undefined
@@ -69,10 +69,8 @@ function toState (row: StateRow): AggregateState {
 }
 
 async function resolveSensor (runner: Runner, deviceId: number, kitId: number | null, params: HistoryParams) {
-  const byId = params.sensor_id !== undefined && params.sensor_id !== ''
-  if (byId && !/^\d{1,9}$/.test(params.sensor_id ?? '')) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
-  const id = byId ? Number(params.sensor_id) : null
-  const key = byId ? null : (params.sensor_key ?? '').trim()
+  const id = parseSensorIdParam(params.sensor_id)
+  const key = id !== null ? null : (params.sensor_key ?? '').trim()
   const [row] = await runner.query<{ id: number, key: string | null, component_id: number | null }>(`
     select s.id, coalesce(ks.key, c.key, s.default_key) as key, c.id as component_id
     from sensors s

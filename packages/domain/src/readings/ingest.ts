@@ -1,4 +1,5 @@
 import type { ReadingRow, Sql, WriteResult } from '@esp/db'
+import type { DeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import { type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type PostedValue } from './batch.js'
 import { calibrationFor } from './calibration.js'
@@ -20,14 +21,8 @@ export interface IngestContext {
   onStored?: ((stored: StoredReadings) => void) | undefined
 }
 
-export interface IngestDevice {
-  id: number
-  kitId: number | null
-  ownerId: number
-  isPrivate: boolean
-  /** the owner's forwarding token when the device forwards its readings (behaviour.md §9.4) */
-  forwardingToken: string | null
-}
+/** A device as the write path needs it: what the access checks already read. */
+export type IngestDevice = DeviceAccess
 
 export interface ResolvedSensor { id: number, equation: string | null }
 export type SensorMap = Map<number | string, ResolvedSensor>
@@ -107,7 +102,7 @@ export function buildRows (deviceId: number, values: PostedValue[], sensors: Sen
 export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult & { batchDuplicates: number }> {
   if (countValues(data) > ctx.limits.maxValues) throw tooManyValues(ctx.limits.maxValues)
   const { values, problems } = parseBatch(data, ctx.limits, ctx.now())
-  const sensors = values.length === 0 ? new Map() : (await resolveSensors(ctx.database.sql, [device], values)).get(device.id) ?? new Map()
+  const sensors = (await resolveSensors(ctx.database.sql, [device], values)).get(device.id) ?? new Map()
   const { rows, duplicates: batchDuplicates } = buildRows(device.id, values, sensors, problems)
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
   const result = await ctx.writer.write(rows)

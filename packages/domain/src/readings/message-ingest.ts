@@ -100,9 +100,8 @@ export class MessageIngest {
       }
       return { pending, device, ...parseBatch(pending.message.data, ctx.limits, now) }
     })
-    const known = parsed.filter((p) => p.device !== undefined).map((p) => p.device as DeviceAccess)
     const allValues: PostedValue[] = parsed.flatMap((p) => p.values)
-    const sensors = await resolveSensors(ctx.database.sql, [...new Map(known.map((d) => [d.id, d])).values()], allValues)
+    const sensors = await resolveSensors(ctx.database.sql, [...devices.values()], allValues)
 
     const accepted: { pending: Pending, device: DeviceAccess, rows: ReadingRow[], duplicates: number }[] = []
     for (const { pending, device, values, problems } of parsed) {

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js'
+import { ApiError, errors } from '../errors.js'
 
 /**
  * Time values that arrive from clients: the `from`/`to` query parameters of the readings history
@@ -94,4 +94,11 @@ export function parseRecordedAt (value: unknown): Date | null {
   if (typeof value !== 'string') return null
   const ms = parseDateTime(value.trim(), RECORDED_AT_SYNTAX)
   return ms === null ? null : new Date(ms)
+}
+
+/** The `sensor_id` query parameter of the readings history and the export: null when absent. */
+export function parseSensorIdParam (value: string | undefined): number | null {
+  if (value === undefined || value === '') return null
+  if (!/^\d{1,9}$/.test(value)) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
+  return Number(value)
 }

@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises'
 import path from 'node:path'
-import { type Database, inTransaction, postgresRunner, type TimeSeriesEngine } from '@esp/db'
+import { type Database, inTransaction, pgDate, postgresRunner, type TimeSeriesEngine } from '@esp/db'
 import { formatTimestamp, type JobSender } from '@esp/domain'
 
 /**
@@ -56,7 +56,7 @@ export async function notifyStoppedPublishing (deps: ScheduledDeps, now: Date): 
         and (d.stopped_publishing_notified_at is null or d.stopped_publishing_notified_at < d.last_reading_at)
       returning d.id, d.name, u.email, u.username, d.last_reading_at::text`
     for (const row of rows) {
-      const last = new Date(row.last_reading_at.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'))
+      const last = pgDate(row.last_reading_at)
       await deps.send(tx.sql, 'mail', {
         to: row.email,
         subject: 'Device stopped publishing',

@@ -48,7 +48,7 @@ export const externalBrokerPlugin = fp(async (app: FastifyInstance, options: Ext
       lastMessageAt = Date.now()
       const topic = parseDeviceTopic(packet.topic)
       if (topic === null) { done(); return }
-      const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : Buffer.from(packet.payload)
+      const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload
       inFlight++
       handleDeviceMessage(deps, topic, payload).finally(() => { inFlight-- }).then(() => { done() }, (err: unknown) => {
         log.warn({ err }, 'mqtt message not stored; reconnecting so the broker delivers it again')

@@ -65,7 +65,7 @@ export type SubscriptionScope =
 export function subscriptionScope (filter: string): SubscriptionScope {
   const one = parseLiveTopic(filter)
   if (one !== null) return { kind: 'live', deviceId: one }
-  if (/^devices\/(\+|#)(\/readings|\/#)?$/.test(filter) || filter === 'devices/#') return { kind: 'live', deviceId: null }
+  if (/^devices\/(\+|#)(\/readings|\/#)?$/.test(filter)) return { kind: 'live', deviceId: null }
   const forward = /^\/forward\/([^/+#]+)\/(#|device\/(\+|\d{1,9})\/(readings|#)|device\/#)$/.exec(filter)
   if (forward?.[1] !== undefined) return { kind: 'forward', forwardingToken: forward[1] }
   return { kind: 'denied' }
