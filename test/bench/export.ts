@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { copyOut, loadEngine, postgresRunner } from '@esp/db'
-import { repoRoot, startProcess } from '../helpers/process.js'
+import { HTTP_LINE, repoRoot, startProcess } from '../helpers/process.js'
 import { makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
 
@@ -95,7 +95,7 @@ export async function benchExport (p: BenchPlatform, quick: boolean): Promise<Ex
     PORT: '0', DATABASE_URL: p.database.url, JWT_SECRET: p.jwtSecret, DATA_DIR: p.dataDir, LOG_LEVEL: 'info', NODE_OPTIONS: nodeOptions
   })
   try {
-    const base = (await api.waitFor(/HTTP\s+(http:\/\/\S+?)\/v0\//))[1] ?? ''
+    const base = (await api.waitFor(HTTP_LINE))[1] ?? ''
     const pid = api.child.pid ?? 0
     // Warm: the first request loads the route's code; what stays is the service at rest.
     await (await fetch(`${base}/v0/devices/${device}/readings/export?format=csv&sensor_id=${sensors[0] ?? 0}&from=2026-10-31`, { headers: { authorization: `Bearer ${p.token}` } })).arrayBuffer()

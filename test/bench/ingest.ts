@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process'
-import path from 'node:path'
 import { makeDevices, type BenchPlatform } from './setup.js'
-import { progress, round } from './stats.js'
+import { progress, round, runScript } from './stats.js'
 
 export interface IngestFigures {
   batch500: { devices: number, values: number, seconds: number, valuesPerSecond: number }
@@ -40,13 +38,7 @@ export async function copyCeiling (p: BenchPlatform, deviceCount: number, rowsPe
 
 /** Runs the fleet simulator in a child process and returns its wall time in seconds. */
 async function fleet (p: BenchPlatform, devices: number[], batches: number, mode: 'batch500' | 'kit12', start: number): Promise<number> {
-  const args = JSON.stringify({ base: p.base, token: p.token, devices, batches, mode, start })
-  const child = spawn(process.execPath, [...process.execArgv, path.join(import.meta.dirname, 'fleet.ts'), args], { stdio: ['ignore', 'pipe', 'inherit'] })
-  let out = ''
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
-  const code = await new Promise<number | null>((resolve) => { child.on('exit', resolve) })
-  if (code !== 0) throw new Error(`the fleet simulator failed (${String(code)})`)
-  return (JSON.parse(out.trim().split('\n').pop() ?? '{}') as { seconds: number }).seconds
+  return (await runScript<{ seconds: number }>('fleet.ts', { base: p.base, token: p.token, devices, batches, mode, start }, 'the fleet simulator')).seconds
 }
 
 /**

@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process'
-import path from 'node:path'
 import Fastify from 'fastify'
 import type { BenchPlatform } from './setup.js'
-import { progress, round } from './stats.js'
+import { progress, round, runScript } from './stats.js'
 
 interface Load { requests: number, failures: number, requestsPerSecond: number, p50: number, p95: number }
 
@@ -16,12 +14,7 @@ export interface ReadFigures {
 }
 
 async function load (url: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<Load> {
-  const child = spawn(process.execPath, [...process.execArgv, path.join(import.meta.dirname, 'load.ts'), JSON.stringify({ url, headers, concurrency, seconds })], { stdio: ['ignore', 'pipe', 'inherit'] })
-  let out = ''
-  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
-  const code = await new Promise<number | null>((resolve) => { child.on('exit', resolve) })
-  if (code !== 0) throw new Error(`the load generator failed (${String(code)})`)
-  const result = JSON.parse(out.trim().split('\n').pop() ?? '{}') as Load
+  const result = await runScript<Load>('load.ts', { url, headers, concurrency, seconds }, 'the load generator')
   if (result.failures > 0) throw new Error(`${url}: ${result.failures} requests failed`)
   return result
 }

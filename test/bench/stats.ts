@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+
 /** Percentile of a sample (nearest rank). */
 export function percentile (values: number[], p: number): number {
   if (values.length === 0) return NaN
@@ -21,4 +24,17 @@ export async function timeRuns (runs: number, warmup: number, fn: () => Promise<
     times.push(performance.now() - start)
   }
   return times
+}
+
+/**
+ * Runs a script of this folder in a process of its own (so its work takes no event-loop time from
+ * the server it measures) with one JSON argument, and returns the JSON of its last output line.
+ */
+export async function runScript<T> (file: string, options: unknown, what: string): Promise<T> {
+  const child = spawn(process.execPath, [...process.execArgv, path.join(import.meta.dirname, file), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString() })
+  const code = await new Promise<number | null>((resolve) => { child.on('exit', resolve) })
+  if (code !== 0) throw new Error(`${what} failed (${String(code)})`)
+  return JSON.parse(out.trim().split('\n').pop() ?? '{}') as T
 }

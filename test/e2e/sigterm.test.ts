@@ -2,9 +2,8 @@ import t from 'tap'
 import { pgDate } from '@esp/db'
 import { buildApi, signUp, TEST_JWT_SECRET } from '../helpers/api.js'
 import { makeDevice } from '../helpers/platform.js'
-import { startProcess } from '../helpers/process.js'
+import { HTTP_LINE, startProcess } from '../helpers/process.js'
 
-const HTTP_LINE = /HTTP\s+(http:\/\/\S+?)\/v0\//
 const WORKERS = 16
 const PER_REQUEST = 5
 /** SIGTERM goes out once this many readings were acknowledged, so requests are in flight. */

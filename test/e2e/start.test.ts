@@ -4,9 +4,8 @@ import path from 'node:path'
 import t from 'tap'
 import mqtt from 'mqtt'
 import { createTestDatabase } from '@esp/db/testing'
-import { startProcess, tempDataDir } from '../helpers/process.js'
+import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
 
-const HTTP_LINE = /HTTP\s+(http:\/\/\S+?)\/v0\//
 const MQTT_LINE = /MQTT\s+mqtt:\/\/([\d.]+):(\d+)/
 
 t.test('pnpm start brings the whole platform up on the embedded defaults, and again on the same DATA_DIR', async (t) => {

@@ -3,6 +3,9 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 
+/** The `HTTP  http://…/v0/` line a service prints once it listens; group 1 is its base URL. */
+export const HTTP_LINE = /HTTP\s+(http:\/\/\S+?)\/v0\//
+
 export const repoRoot = path.resolve(import.meta.dirname, '..', '..')
 
 interface Tap { teardown: (fn: () => unknown) => void }

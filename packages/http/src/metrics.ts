@@ -1,11 +1,10 @@
-import { timingSafeEqual } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { Type } from '@sinclair/typebox'
 import type { Sql } from '@esp/db'
-import { errors } from '@esp/domain'
+import { errors, safeEqual } from '@esp/domain'
 import { errorResponses } from './error-body.js'
 import { sendError } from './error-handler.js'
 
@@ -147,7 +146,6 @@ export const metricsPlugin = fp(async (app: FastifyInstance, options: MetricsOpt
 /** GET /metrics; registered after the pressure plugin, which exempts it (it shows the pressure). */
 export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsOptions, 'token'>): Promise<void> {
   const metrics = app.metrics
-  const expected = options.token === undefined ? undefined : Buffer.from(`Bearer ${options.token}`)
   app.get(METRICS_PATH, {
     // The Bearer here is the metrics token, not a user's access token.
     config: { rateLimit: false, authenticate: false },
@@ -159,11 +157,8 @@ export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsO
       response: { 200: Type.String(), ...errorResponses(401) }
     }
   }, async (request, reply) => {
-    if (expected !== undefined) {
-      const given = Buffer.from(request.headers.authorization ?? '')
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
-      }
+    if (options.token !== undefined && !safeEqual(request.headers.authorization ?? '', `Bearer ${options.token}`)) {
+      return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
     }
     const text = await metrics.scrape()
     return reply.type(metrics.registry.contentType).send(text)

@@ -5,6 +5,7 @@ import { Gauge } from 'prom-client'
 import type { Sql } from '@esp/db'
 import { ApiError } from '@esp/domain'
 import { sendError } from './error-handler.js'
+import { METRICS_PATH } from './metrics.js'
 
 export interface PressureOptions {
   /** mean event-loop delay over a sample that turns requests away; 0 turns the check off */
@@ -20,7 +21,7 @@ export interface PressureOptions {
 
 /** Routes that answer under pressure: a liveness probe that failed would get the process killed,
  * and metrics are what shows the pressure. */
-export const PRESSURE_EXEMPT = new Set(['/health/live', '/metrics'])
+export const PRESSURE_EXEMPT = new Set(['/health/live', METRICS_PATH])
 
 /**
  * The pool is saturated when a trivial query cannot get a connection and finish in time. Only

@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, postgresRunner } from '@esp/db'
-import { archiveLinkSecret, type Clock, Device, ensureAdmin, OLDEST_IMPORT, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
+import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, OLDEST_IMPORT, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
 import { applicationRoutes } from './routes/v0/applications.js'
@@ -86,7 +86,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       ...ctx,
       exports: {
         linkSecret: deps.archiveLinkSecret ?? archiveLinkSecret(deps.uploadSecret),
-        archiveDir: path.join(path.resolve(deps.dataDir), 'archives'),
+        archiveDir: archiveDir(deps.dataDir),
         importLimits: { maxFutureMs: (deps.readingsMaxFutureSeconds ?? 86_400) * 1000, minTime: OLDEST_IMPORT },
         importMaxBytes: deps.csvImportMaxBytes ?? 16 * 1024 * 1024,
         maxConcurrent: deps.exportMaxConcurrent ?? 4

@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { type Clock, type JobSender, ReadingsWriter, systemClock } from '@esp/domain'
+import { archiveDir, type Clock, type JobSender, ReadingsWriter, systemClock } from '@esp/domain'
 import { createBoss, createMailer, type CsvArchivePayload, type CsvImportPayload, ensureQueues, type MailPayload, type PgBoss, queues, sendJob } from '@esp/jobs'
 import { handleCsvArchive } from './jobs/csv-archive.js'
 import { handleCsvImport } from './jobs/csv-import.js'
@@ -55,12 +55,12 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
   await ensureQueues(boss)
   const send: JobSender = async (tx, key, payload) => { await sendJob(boss, tx, key, payload) }
   const engine = await loadEngine(postgresRunner(deps.database.sql))
-  const archiveDir = path.join(path.resolve(deps.dataDir), 'archives')
+  const archives = archiveDir(deps.dataDir)
   const scheduled: ScheduledDeps = {
     database: deps.database,
     engine,
     send,
-    archiveDir,
+    archiveDir: archives,
     settings: {
       purgeGraceSeconds: deps.purgeGraceSeconds ?? 86_400,
       stoppedAfterSeconds: deps.stoppedPublishingAfterSeconds ?? 3600,
@@ -75,7 +75,7 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
     await handleCsvArchive({
       database: deps.database,
       send,
-      archiveDir,
+      archiveDir: archives,
       linkSecret: deps.archiveLinkSecret,
       linkTtlSeconds: deps.archiveLinkTtlSeconds ?? 86_400,
       now: clock

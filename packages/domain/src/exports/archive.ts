@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto'
+import path from 'node:path'
 import { inTransaction, type Database } from '@esp/db'
 import { type Viewer } from '../auth/viewer.js'
 import { safeEqual } from '../auth/secrets.js'
@@ -11,6 +12,9 @@ export const ARCHIVE_INTERVAL_MS = 6 * 3600 * 1000
 
 /** Archive files are named `<device>_<epoch ms>.csv`, as the established platform names them (behaviour.md §11). */
 export const ARCHIVE_FILE = /^(\d{1,9})_(\d{13})\.csv$/
+
+/** Where archives live under a DATA_DIR: the exporter writes them there and the api serves them. */
+export const archiveDir = (dataDir: string): string => path.join(path.resolve(dataDir), 'archives')
 
 /** The key that signs archive links, derived from the platform secret so that it is never reused as is. */
 export function archiveLinkSecret (platformSecret: string): string {

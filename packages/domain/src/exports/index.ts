@@ -1,4 +1,4 @@
-export { ARCHIVE_FILE, ARCHIVE_INTERVAL_MS, archiveLinkSecret, requestCsvArchive, signArchiveLink, verifyArchiveLink, type ArchiveRequestContext } from './archive.js'
+export { ARCHIVE_FILE, archiveDir, ARCHIVE_INTERVAL_MS, archiveLinkSecret, requestCsvArchive, signArchiveLink, verifyArchiveLink, type ArchiveRequestContext } from './archive.js'
 export { archiveCopySql, csvCell, exportCopySql, type ExportFormat, type ExportRange } from './copy-sql.js'
 export { EXPORT_CSV_HEADER, ExportLines } from './export-lines.js'
 export { openReadingsExport, type ExportParams, type OpenedExport } from './export-stream.js'
