@@ -75,17 +75,6 @@ export interface MetricsOptions {
   pool?: PoolSource | undefined
 }
 
-interface JobCountRow { name: string, state: string, n: number }
-interface BossLike { getDb: () => { executeSql: (text: string, values: unknown[]) => Promise<{ rows: unknown[] }> } }
-
-function bossOf (app: FastifyInstance): BossLike | undefined {
-  if (!app.hasDecorator('boss')) return undefined
-  const boss: unknown = (app as unknown as Record<string, unknown>).boss
-  return typeof boss === 'object' && boss !== null && typeof (boss as Partial<BossLike>).getDb === 'function' ? boss as BossLike : undefined
-}
-
-const JOB_STATES = ['created', 'retry', 'active', 'failed'] as const
-
 /**
  * The metrics decorator, the HTTP request metrics by route pattern, and the collectors run on scrape.
  * Registered before the routes, so every route is measured.
@@ -125,22 +114,6 @@ export const metricsPlugin = fp(async (app: FastifyInstance, options: MetricsOpt
       connections.set({ state: 'idle' }, row?.idle ?? 0)
     })
   }
-
-  // Queue depth and failures: only where a pg-boss runs (the exporter), so replicas of the other
-  // services do not each report the same global numbers.
-  const jobs = new Gauge({ name: 'esp_jobs', help: 'Jobs in the queue tables, by queue and state (created = waiting)', labelNames: ['queue', 'state'], registers })
-  metrics.onScrape(async () => {
-    const boss = bossOf(app)
-    if (boss === undefined) return
-    const { rows } = await boss.getDb().executeSql(
-      `select q.name, s.state, count(j.id)::int as n
-         from pgboss.queue q
-        cross join unnest($1::text[]) as s(state)
-         left join pgboss.job j on j.name = q.name and j.state = s.state::pgboss.job_state
-        group by q.name, s.state`, [JOB_STATES])
-    jobs.reset()
-    for (const row of rows as JobCountRow[]) jobs.set({ queue: row.name, state: row.state }, Number(row.n))
-  })
 }, { name: 'esp-metrics' })
 
 /** GET /metrics; registered after the pressure plugin, which exempts it (it shows the pressure). */

@@ -8,6 +8,7 @@ import { handleCsvArchive } from './jobs/csv-archive.js'
 import { handleCsvImport } from './jobs/csv-import.js'
 import { handleMail } from './jobs/mail.js'
 import { notifyLowBattery, notifyStoppedPublishing, purgeArchivedDevices, type ScheduledDeps } from './jobs/scheduled.js'
+import { jobMetrics } from './metrics.js'
 
 export interface ExporterDeps {
   database: Database
@@ -99,6 +100,7 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
     if (deps.schedules !== false) await boss.schedule(queues[key].name, SCHEDULES[key], {}, { tz: 'UTC' })
   }
   app.decorate('boss', boss)
+  jobMetrics(app, boss)
   app.addHook('onClose', async () => {
     await boss.stop({ graceful: true, wait: true, timeout: 10_000 })
     mailer.close()
