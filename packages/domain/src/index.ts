@@ -25,7 +25,7 @@ export { parseRollup, bucketStart, nextBucket, countBuckets, bucketStartsBetween
 export { parseTimeParam, parseRecordedAt } from './readings/time-params.js'
 export { stateOf, mergeStates, finalize, referenceAggregate, rollupFunctions, isRollupFunction, type AggregateState, type RollupFunction } from './readings/aggregate-state.js'
 export { compileCalibration, calibrationFor } from './readings/calibration.js'
-export { parseBatch, countValues, type BatchLimits, type PostedValue } from './readings/batch.js'
+export { parseBatch, countValues, OLDEST_READING, type BatchLimits, type PostedValue } from './readings/batch.js'
 export { ingestReadings, resolveSensors, buildRows, tooManyValues, type IngestContext, type IngestDevice, type StoredReadings, type SensorMap } from './readings/ingest.js'
 export { ReadingsWriter, type WriterOptions } from './readings/writer.js'
 export { MessageIngest, type DeviceMessage, type MessageOutcome, type MessageIngestOptions } from './readings/message-ingest.js'

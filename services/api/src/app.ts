@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, postgresRunner } from '@esp/db'
-import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, OLDEST_IMPORT, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
+import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, OLDEST_READING, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
 import { applicationRoutes } from './routes/v0/applications.js'
@@ -87,7 +87,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       exports: {
         linkSecret: deps.archiveLinkSecret ?? archiveLinkSecret(deps.uploadSecret),
         archiveDir: archiveDir(deps.dataDir),
-        importLimits: { maxFutureMs: (deps.readingsMaxFutureSeconds ?? 86_400) * 1000, minTime: OLDEST_IMPORT },
+        importLimits: { maxFutureMs: (deps.readingsMaxFutureSeconds ?? 86_400) * 1000, minTime: OLDEST_READING },
         importMaxBytes: deps.csvImportMaxBytes ?? 16 * 1024 * 1024,
         maxConcurrent: deps.exportMaxConcurrent ?? 4
       }

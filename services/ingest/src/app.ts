@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { type Clock, type IngestContext, MessageIngest, ReadingsWriter, systemClock } from '@esp/domain'
+import { type Clock, type IngestContext, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
 import { externalBrokerPlugin } from './broker/external.js'
@@ -41,9 +41,6 @@ declare module 'fastify' {
     mqttIngest: MessageIngest
   }
 }
-
-/** Readings older than this are refused: a mistyped year would otherwise be stored as history. */
-export const OLDEST_READING = new Date('1990-01-01T00:00:00Z')
 
 /**
  * Device-facing service: posted readings and MQTT, embedded (Aedes) or through an external broker

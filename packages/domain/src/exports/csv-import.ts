@@ -4,7 +4,7 @@ import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import type { JobSender } from '../jobs.js'
 import { formatTimestamp } from '../time.js'
-import { MAX_PROBLEMS, type PostedValue } from '../readings/batch.js'
+import { addProblem, asNumber, MAX_PROBLEMS, type BatchLimits, checkRecordedAt, type PostedValue } from '../readings/batch.js'
 import { buildRows, resolveSensors, type SensorMap } from '../readings/ingest.js'
 import type { ReadingsWriter } from '../readings/writer.js'
 import { parseRecordedAt } from '../readings/time-params.js'
@@ -23,22 +23,15 @@ export interface ParsedCsv {
   valueCount: number
 }
 
-/** The oldest importable reading: the bound posted readings have (ingest), so a mistyped year is refused. */
-export const OLDEST_IMPORT = new Date('1990-01-01T00:00:00Z')
+/** The time bounds of posted readings (OLDEST_READING and the allowed clock skew). */
+export type ImportLimits = Pick<BatchLimits, 'maxFutureMs' | 'minTime'>
 
-export interface ImportLimits {
-  maxFutureMs: number
-  /** nothing older is accepted, as for posted readings */
-  minTime: Date
-}
-
-const NUMERIC = /^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/
 const cells = (line: string): string[] => line.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1').trim())
 
 /** Parses and checks a whole file; every problem is named by line (and column), up to 100. */
 export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { parsed: ParsedCsv, problems: FieldErrors } {
   const problems: FieldErrors = {}
-  const add = (key: string, message: string): void => { if (Object.keys(problems).length < MAX_PROBLEMS) (problems[key] ??= []).push(message) }
+  const add = (key: string, message: string): void => { addProblem(problems, key, message) }
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
   const parsed: ParsedCsv = { sensorIds: [], rows: [], valueCount: 0 }
   const latest = now.getTime() + limits.maxFutureMs
@@ -57,15 +50,14 @@ export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { pa
     }
     inHeader = false
     if (recordedAt === null) { add(key, `"${(row[0] ?? '').slice(0, 40)}" is not a time (use YYYY-MM-DDTHH:MM:SSZ)`); return }
-    if (recordedAt.getTime() > latest) add(key, 'is too far in the future')
-    else if (recordedAt < limits.minTime) add(key, `is before ${limits.minTime.toISOString().slice(0, 10)}`)
+    checkRecordedAt(problems, key, recordedAt, limits, latest)
     if (row.length - 1 > parsed.sensorIds.length) add(key, `has ${row.length} columns, the header ${parsed.sensorIds.length + 1}`)
     const values: (number | null)[] = []
     row.slice(1).forEach((cell, i) => {
       if (cell === '' || parsed.sensorIds[i] === null || parsed.sensorIds[i] === undefined) { values.push(null); return }
-      const value = NUMERIC.test(cell) ? Number(cell) : NaN
-      if (!Number.isFinite(value)) add(key, `column ${i + 2}: "${cell.slice(0, 40)}" is not a number`)
-      values.push(Number.isFinite(value) ? value : null)
+      const value = asNumber(cell)
+      if (value === null) add(key, `column ${i + 2}: "${cell.slice(0, 40)}" is not a number`)
+      values.push(value)
     })
     const count = values.filter((v) => v !== null).length
     if (count > 0) { parsed.rows.push({ line: index + 1, recordedAt, values }); parsed.valueCount += count }

@@ -2,4 +2,4 @@ export { ARCHIVE_FILE, archiveDir, ARCHIVE_INTERVAL_MS, archiveLinkSecret, reque
 export { archiveCopySql, csvCell, exportCopySql, type ExportFormat, type ExportRange } from './copy-sql.js'
 export { EXPORT_CSV_HEADER, ExportLines } from './export-lines.js'
 export { openReadingsExport, type ExportParams, type OpenedExport } from './export-stream.js'
-export { OLDEST_IMPORT, createCsvImport, csvImportStatus, parseSdCsv, runCsvImport, validateSdCsv, type ImportContext, type ImportJobContext, type ImportLimits, type ImportView, type ParsedCsv } from './csv-import.js'
+export { createCsvImport, csvImportStatus, parseSdCsv, runCsvImport, validateSdCsv, type ImportContext, type ImportJobContext, type ImportLimits, type ImportView, type ParsedCsv } from './csv-import.js'

@@ -18,14 +18,24 @@ export interface BatchLimits {
   minTime: Date
 }
 
+/** The oldest accepted reading, posted or imported: a mistyped year is refused, not stored. */
+export const OLDEST_READING = new Date('1990-01-01T00:00:00Z')
+
 export const MAX_PROBLEMS = 100
 const NUMERIC = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/
 
-function add (problems: FieldErrors, path: string, message: string): void {
+/** Names a problem under `path`; past MAX_PROBLEMS paths the rest are left out. */
+export function addProblem (problems: FieldErrors, path: string, message: string): void {
   if (Object.keys(problems).length < MAX_PROBLEMS) (problems[path] ??= []).push(message)
 }
 
-function asNumber (value: unknown): number | null {
+/** A time too far ahead (past `latest`, epoch ms) or older than the limits allow is named under `path`. */
+export function checkRecordedAt (problems: FieldErrors, path: string, recordedAt: Date, limits: Pick<BatchLimits, 'minTime'>, latest: number): void {
+  if (recordedAt.getTime() > latest) addProblem(problems, path, 'is too far in the future')
+  else if (recordedAt < limits.minTime) addProblem(problems, path, `is before ${limits.minTime.toISOString().slice(0, 10)}`)
+}
+
+export function asNumber (value: unknown): number | null {
   if (typeof value === 'number') return Number.isFinite(value) ? value : null
   if (typeof value === 'string' && NUMERIC.test(value)) {
     const n = Number(value)
@@ -62,28 +72,27 @@ export function parseBatch (data: unknown, limits: BatchLimits, now: Date): { va
   const problems: FieldErrors = {}
   const values: PostedValue[] = []
   if (!Array.isArray(data)) {
-    add(problems, 'data', 'must be an array of {recorded_at, sensors: [{id, value}]}')
+    addProblem(problems, 'data', 'must be an array of {recorded_at, sensors: [{id, value}]}')
     return { values, problems }
   }
-  if (data.length === 0) add(problems, 'data', "can't be blank")
+  if (data.length === 0) addProblem(problems, 'data', "can't be blank")
   const latest = now.getTime() + limits.maxFutureMs
   data.forEach((entry: unknown, i) => {
     const at = `data[${i}]`
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) { add(problems, at, 'must be an object'); return }
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) { addProblem(problems, at, 'must be an object'); return }
     const { recorded_at: recorded, sensors } = entry as { recorded_at?: unknown, sensors?: unknown }
     const recordedAt = parseRecordedAt(recorded)
-    if (recordedAt === null) add(problems, `${at}.recorded_at`, recorded === undefined || recorded === null || recorded === '' ? "can't be blank" : 'is not a valid time (use YYYY-MM-DDTHH:MM:SSZ)')
-    else if (recordedAt.getTime() > latest) add(problems, `${at}.recorded_at`, 'is too far in the future')
-    else if (recordedAt < limits.minTime) add(problems, `${at}.recorded_at`, `is before ${limits.minTime.toISOString().slice(0, 10)}`)
-    if (!Array.isArray(sensors) || sensors.length === 0) { add(problems, `${at}.sensors`, 'must be a non-empty array of {id, value}'); return }
+    if (recordedAt === null) addProblem(problems, `${at}.recorded_at`, recorded === undefined || recorded === null || recorded === '' ? "can't be blank" : 'is not a valid time (use YYYY-MM-DDTHH:MM:SSZ)')
+    else checkRecordedAt(problems, `${at}.recorded_at`, recordedAt, limits, latest)
+    if (!Array.isArray(sensors) || sensors.length === 0) { addProblem(problems, `${at}.sensors`, 'must be a non-empty array of {id, value}'); return }
     sensors.forEach((sensor: unknown, j) => {
       const path = `${at}.sensors[${j}]`
-      if (typeof sensor !== 'object' || sensor === null || Array.isArray(sensor)) { add(problems, path, 'must be an object'); return }
+      if (typeof sensor !== 'object' || sensor === null || Array.isArray(sensor)) { addProblem(problems, path, 'must be an object'); return }
       const { id, value } = sensor as { id?: unknown, value?: unknown }
       const ref = asRef(id)
       const raw = asNumber(value)
-      if (ref === null) add(problems, `${path}.id`, 'must be a sensor id or a sensor key')
-      if (raw === null) add(problems, `${path}.value`, value === undefined || value === null ? "can't be blank" : 'must be a finite number')
+      if (ref === null) addProblem(problems, `${path}.id`, 'must be a sensor id or a sensor key')
+      if (raw === null) addProblem(problems, `${path}.value`, value === undefined || value === null ? "can't be blank" : 'must be a finite number')
       if (ref !== null && raw !== null && recordedAt !== null) values.push({ path, ref, recordedAt, raw })
     })
   })
