@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { authenticateToken, isAdmin, type TokenSigner, type Viewer } from '@esp/domain'
+import { authenticateToken, ownsOrAdmin, type TokenSigner, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -111,7 +111,7 @@ export function installAccess (broker: {
     deps.sql<{ owner_id: number, is_private: boolean }[]>`
       select owner_id, is_private from devices where id = ${scope.deviceId} and archived_at is null`.then(([device]) => {
       if (device === undefined) { deny(); return }
-      if (device.is_private && !(viewer !== null && (viewer.id === device.owner_id || isAdmin(viewer)))) { deny(); return }
+      if (device.is_private && !ownsOrAdmin(viewer, { ownerId: device.owner_id })) { deny(); return }
       callback(null, subscription)
     }, (err: unknown) => { callback(err instanceof Error ? err : new Error('subscription failed')) })
   }
@@ -124,8 +124,7 @@ export function installAccess (broker: {
     if (deviceId !== null) {
       const owner = deps.feed.privateOwner(deviceId)
       if (owner === undefined) return packet
-      const viewer = identity?.viewer ?? null
-      return viewer !== null && (viewer.id === owner || isAdmin(viewer)) ? packet : null
+      return ownsOrAdmin(identity?.viewer ?? null, { ownerId: owner }) ? packet : null
     }
     const forwardingToken = parseForwardTopic(packet.topic)
     if (forwardingToken !== null) return identity?.forwardingToken === forwardingToken ? packet : null
