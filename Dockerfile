@@ -11,6 +11,8 @@ RUN npm install -g pnpm@${PNPM_VERSION} && npm cache clean --force
 WORKDIR /app
 # Only the manifests first, so the dependency layers are reused while the sources change.
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
+# the pnpm patches (pnpm-workspace.yaml) are part of the install
+COPY patches patches
 COPY packages/config/package.json packages/config/
 COPY packages/db/package.json packages/db/
 COPY packages/jobs/package.json packages/jobs/

@@ -13,14 +13,12 @@ const noop = (): void => {}
 /**
  * Runs `COPY (...) TO STDOUT` on a connection of its own and streams the bytes with backpressure.
  *
- * Not on the shared pool, because postgres.js 3.4.9 can leave a connection's socket paused after a
- * COPY: when a CopyData that fills the stream's buffer and the CopyDone arrive in one chunk, it
- * pauses the socket and nothing resumes it (porsager/postgres#499, fix in PR #1016, unreleased).
- * The next query on that connection then hangs for ever, and so does `sql.end()`. Its stream's
- * `_read` is the connection's `socket.resume()`, so calling it once the COPY is over puts the
- * socket back into flowing mode; a stream abandoned half-way (`destroy`) cancels the query and
- * drains what is still in flight, so the server never blocks writing to a socket nobody reads.
- * A private connection also means a late cancel request cannot hit somebody else's query.
+ * Not on the shared pool: a stream abandoned half-way (`destroy`) cancels the query, and a late
+ * cancel request must not hit somebody else's query on a reused connection. Its stream's `_read`
+ * is the connection's `socket.resume()`, so calling it while closing drains what is still in
+ * flight, and the server never blocks writing to a socket nobody reads. postgres.js is patched
+ * (patches/postgres@3.4.9.patch) to hand the rows over a socket chunk at a time, not one push a
+ * row, and to resume the socket after a COPY (porsager/postgres#499).
  *
  * The session is in UTC (the statements format times with it) and without parallel workers: a
  * COPY is one ordered stream, and a Gather Merge of workers formatting rows cost more than it

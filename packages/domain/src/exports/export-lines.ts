@@ -6,8 +6,9 @@ import type { ExportFormat } from './copy-sql.js'
 const PG_EPOCH_MS = 946_684_800_000
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
 const TWO_32 = 4_294_967_296
-/** the smallest binary row (a null value) and the longest line one row can make */
+/** the smallest and largest binary rows (a null value, a float8) and the longest line one row can make */
 const MIN_ROW = 26
+const MAX_ROW = 34
 const MAX_LINE = 128
 
 /**
@@ -36,6 +37,8 @@ export class ExportLines extends Transform {
   private scratch = Buffer.alloc(0)
   private sensor = -1
   private sensorText = ''
+  /** bytes of lines in `scratch` for the chunk being transformed */
+  private written = 0
 
   constructor (format: ExportFormat) {
     super()
@@ -45,12 +48,12 @@ export class ExportLines extends Transform {
 
   override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     let buf = chunk
-    if (this.pending !== null) {
-      buf = Buffer.concat([this.pending, chunk])
-      this.pending = null
-    }
     let at = 0
     if (!this.headerRead) {
+      if (this.pending !== null) {
+        buf = Buffer.concat([this.pending, chunk])
+        this.pending = null
+      }
       if (buf.length < 19) { this.pending = buf; callback(); return }
       if (!buf.subarray(0, 11).equals(SIGNATURE)) { callback(new Error('not a binary COPY stream')); return }
       const headerEnd = 19 + buf.readInt32BE(15)
@@ -60,23 +63,51 @@ export class ExportLines extends Transform {
     }
     // Written straight into one reused buffer and copied out once per chunk: no string per line,
     // so a long export makes little garbage (the young generation would otherwise grow with it).
-    const most = Math.ceil((buf.length - at) / MIN_ROW) * MAX_LINE
+    const most = (Math.ceil((buf.length - at) / MIN_ROW) + 1) * MAX_LINE
     if (this.scratch.length < most) this.scratch = Buffer.allocUnsafeSlow(most)
+    this.written = 0
+    try {
+      if (this.pending !== null) {
+        // The row cut at the end of the last chunk is completed from the head of this one, so the
+        // chunk itself is never copied.
+        const pending = this.pending
+        this.pending = null
+        const joined = Buffer.concat([pending, chunk.subarray(0, MAX_ROW)])
+        const used = this.lines(joined, 0)
+        if (used >= pending.length) {
+          at = used - pending.length
+        } else {
+          buf = Buffer.concat([pending, chunk])
+          at = 0
+          this.written = 0
+        }
+      }
+      at = this.lines(buf, at)
+    } catch (err) {
+      callback(err as Error)
+      return
+    }
+    if (at < buf.length && !this.ended) this.pending = buf.subarray(at)
+    callback(null, this.written === 0 ? undefined : Buffer.from(this.scratch.subarray(0, this.written)))
+  }
+
+  /** Writes the lines of the complete rows of `buf` from `at` into the scratch buffer; returns where the rows stop. */
+  private lines (buf: Buffer, from: number): number {
     const out = this.scratch
-    let n = 0
     const ndjson = this.ndjson
+    let n = this.written
+    let at = from
     while (!this.ended && at + 2 <= buf.length) {
       const fields = buf.readInt16BE(at)
       if (fields === -1) { this.ended = true; at += 2; break }
-      if (fields !== 3) { callback(new Error(`an export row has ${fields} fields, not 3`)); return }
+      if (fields !== 3) throw new Error(`an export row has ${fields} fields, not 3`)
       // A complete row: 2 + (4 + 8) + (4 + 4) + (4 + 8), or 8 bytes less with a null value.
       if (at + 26 > buf.length) break
       const valueLength = buf.readInt32BE(at + 22)
       const rowEnd = at + 26 + (valueLength === -1 ? 0 : valueLength)
       if (rowEnd > buf.length) break
       if (buf.readInt32BE(at + 2) !== 8 || buf.readInt32BE(at + 14) !== 4 || (valueLength !== 8 && valueLength !== -1)) {
-        callback(new Error('an export row is not (timestamptz, int4, float8)'))
-        return
+        throw new Error('an export row is not (timestamptz, int4, float8)')
       }
       const micros = buf.readInt32BE(at + 6) * TWO_32 + buf.readUInt32BE(at + 10)
       const sensor = buf.readInt32BE(at + 18)
@@ -106,8 +137,8 @@ export class ExportLines extends Transform {
       out[n++] = 0x0a // \n
       at = rowEnd
     }
-    if (at < buf.length && !this.ended) this.pending = buf.subarray(at)
-    callback(null, n === 0 ? undefined : Buffer.from(out.subarray(0, n)))
+    this.written = n
+    return at
   }
 
   override _flush (callback: TransformCallback): void {
