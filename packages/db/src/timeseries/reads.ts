@@ -2,20 +2,21 @@ import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
 
 /**
  * Per-bucket mergeable state as the query layer reads it from raw rows or a tier. Times are epoch
- * milliseconds: numbers cost nothing to read, where timestamps would be parsed row by row.
+ * milliseconds: numbers cost nothing to read, where timestamps would be parsed row by row. A part
+ * the asked function does not need is not read at all (undefined).
  */
 export interface StateRow {
   bucket: number
   count: number
-  mean: number
-  m2: number
-  sum: number
-  min: number
-  max: number
-  first_at: number | null
-  first_val: number | null
-  last_at: number | null
-  last_val: number | null
+  mean?: number
+  m2?: number
+  sum?: number
+  min?: number
+  max?: number
+  first_at?: number | null
+  first_val?: number | null
+  last_at?: number | null
+  last_val?: number | null
 }
 
 export interface StateQuery {
@@ -30,21 +31,21 @@ export interface StateQuery {
 interface StateSql { count: string, meanM2: string, sum: string, min: string, max: string, first: string, last: string }
 
 /**
- * The select list of a state with only what `fn` needs (every function, when none is given); the
- * parts it does not need are constants, which mergeStates and finalize then ignore. Both readers
- * serve hot paths: a year of daily rows, or tens of thousands of raw rows, per request.
+ * The select list of a state with only what `fn` needs (every part, when none is given). Both
+ * readers serve hot paths, a year of daily rows or tens of thousands of raw rows a request, and
+ * every column is parsed once per row.
  */
 function stateColumns (fn: string | undefined, sql: StateSql): string {
   const need = (...fns: string[]): boolean => fn === undefined || fns.includes(fn)
   return [
     `${sql.count} as count`,
-    need('dev') ? sql.meanM2 : '0::float8 as mean, 0::float8 as m2',
-    need('avg', 'sum') ? `${sql.sum} as sum` : '0::float8 as sum',
-    need('min') ? `${sql.min} as min` : '0::float8 as min',
-    need('max') ? `${sql.max} as max` : '0::float8 as max',
-    need('first') ? sql.first : 'null::float8 as first_at, null::float8 as first_val',
-    need('last') ? sql.last : 'null::float8 as last_at, null::float8 as last_val'
-  ].join(', ')
+    need('dev') ? sql.meanM2 : null,
+    need('avg', 'sum') ? `${sql.sum} as sum` : null,
+    need('min') ? `${sql.min} as min` : null,
+    need('max') ? `${sql.max} as max` : null,
+    need('first') ? sql.first : null,
+    need('last') ? sql.last : null
+  ].filter((column) => column !== null).join(', ')
 }
 
 const TIER_SQL: StateSql = {
@@ -80,7 +81,7 @@ export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { 
     order by tier.bucket`, [q.deviceId, q.sensorId, q.from, q.until])
 }
 
-/** States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`. */
+/** States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`, in bucket order. */
 export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, fn: string }): Promise<StateRow[]> {
   // Grouped by the timestamp itself; only the result rows become epoch numbers (extract() is
   // numeric arithmetic, far too slow to run once per raw row).
@@ -90,7 +91,8 @@ export async function rawStates (runner: Runner, q: StateQuery & { interval: str
       from readings
       where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
       group by 1
-    ) as s`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin])
+    ) as s
+    order by s.bucket_at`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin])
 }
 
 /** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */

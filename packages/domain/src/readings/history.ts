@@ -60,9 +60,10 @@ const tooManyBuckets = (count: number, rollup: string, max: number): ApiError =>
   `This request spans ${count} buckets of ${rollup}; at most ${max} are answered at once. Use a larger rollup or a shorter from/to range.`,
   { rollup: [`gives ${count} buckets, more than ${max}`] })
 
+/** The parts a row does not carry are ones the asked function ignores (see stateColumns). */
 function toState (row: StateRow): AggregateState {
   return {
-    count: row.count, mean: row.mean, m2: row.m2, sum: row.sum, min: row.min, max: row.max,
+    count: row.count, mean: row.mean ?? 0, m2: row.m2 ?? 0, sum: row.sum ?? 0, min: row.min ?? 0, max: row.max ?? 0,
     firstAt: row.first_at ?? Infinity, first: row.first_val ?? NaN,
     lastAt: row.last_at ?? -Infinity, last: row.last_val ?? NaN
   }
@@ -131,31 +132,51 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
 
   const sqlBins = rollupSql(rollup)
   const bin = sqlBins.kind === 'bin' ? { interval: sqlBins.interval, origin: sqlBins.origin } : HOUR
-  const buckets = new Map<number, AggregateState>()
   // Raw rows binned in SQL by the rollup itself are already keyed by their bucket.
-  const fold = (rows: StateRow[], binned: boolean): void => {
-    for (const row of rows) {
+  const binned = sqlBins.kind === 'bin'
+  const parts = await Promise.all(planSegments(rollup, from, until, TIERS).flatMap(splitRaw).map(async (segment) => {
+    const q = { ...base, from: segment.from, until: segment.until }
+    return segment.source === 'raw'
+      ? { rows: await rawStates(runner, { ...q, ...bin, fn }), binned }
+      : { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
+  }))
+  // Segments come in time order and each one's rows ascend, so buckets come out ascending and a
+  // bucket cut by a segment boundary is two neighbours: one linear pass, no map and no sort.
+  const starts: number[] = []
+  const states: AggregateState[] = []
+  for (const part of parts) {
+    for (const row of part.rows) {
       if (row.count === 0) continue
-      const key = binned ? row.bucket : bucketStart(new Date(row.bucket), rollup).getTime()
-      const state = toState(row)
-      const known = buckets.get(key)
-      buckets.set(key, known === undefined ? state : mergeStates(known, state))
+      const key = part.binned ? row.bucket : bucketStart(new Date(row.bucket), rollup).getTime()
+      const last = starts.length - 1
+      const lastKey = starts[last] ?? -Infinity
+      if (key === lastKey) {
+        states[last] = mergeStates(states[last] ?? toState(row), toState(row))
+      } else {
+        if (key < lastKey) throw new Error(`rollup states out of order: ${key} after ${lastKey}`)
+        starts.push(key)
+        states.push(toState(row))
+      }
     }
   }
-  await Promise.all(planSegments(rollup, from, until, TIERS).flatMap(splitRaw).map(async (segment) => {
-    const q = { ...base, from: segment.from, until: segment.until }
-    if (segment.source === 'raw') fold(await rawStates(runner, { ...q, ...bin, fn }), sqlBins.kind === 'bin')
-    else fold(await tierStates(runner, segment.source, { ...q, fn }), false)
-  }))
 
   let sampleSize = 0
-  for (const state of buckets.values()) sampleSize += state.count
-  const starts = allIntervals
-    ? (bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []).map((d) => d.getTime())
-    : [...buckets.keys()]
-  const readings = starts.sort((a, b) => b - a).map((start): [string, number | null] => {
-    const state = buckets.get(start)
-    return [formatReadingTime(start), state === undefined ? null : finalize(state, fn)]
-  })
+  for (const state of states) sampleSize += state.count
+  const readings: [string, number | null][] = []
+  if (allIntervals) {
+    const every = bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []
+    let i = states.length - 1
+    for (let k = every.length - 1; k >= 0; k--) {
+      const start = every[k]?.getTime() ?? NaN
+      while (i >= 0 && (starts[i] ?? -Infinity) > start) i--
+      const state = i >= 0 && starts[i] === start ? states[i] : undefined
+      readings.push([formatReadingTime(start), state === undefined ? null : finalize(state, fn)])
+    }
+  } else {
+    for (let i = states.length - 1; i >= 0; i--) {
+      const state = states[i]
+      if (state !== undefined) readings.push([formatReadingTime(starts[i] ?? NaN), finalize(state, fn)])
+    }
+  }
   return result(readings, sampleSize)
 }
