@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { get, type IncomingMessage } from 'node:http'
 import { copyOut, loadEngine, postgresRunner } from '@esp/db'
 import { HTTP_LINE, repoRoot, startProcess } from '../helpers/process.js'
 import { makeDevices, type BenchPlatform } from './setup.js'
-import { progress, round } from './stats.js'
+import { drain, httpGet, progress, round } from './stats.js'
 
 export interface ExportRun { format: string, values: number, bytes: number, seconds: number, valuesPerSecond: number, peakRssMb: number }
 export interface ExportFigures {
@@ -101,19 +100,11 @@ export async function benchExport (p: BenchPlatform, quick: boolean): Promise<Ex
     const base = (await api.waitFor(HTTP_LINE))[1] ?? ''
     const pid = api.child.pid ?? 0
     // Warm: the first request loads the route's code; what stays is the service at rest.
-    await (await fetch(`${base}/v0/devices/${device}/readings/export?format=csv&sensor_id=${sensors[0] ?? 0}&from=2026-10-31`, { headers: { authorization: `Bearer ${p.token}` } })).arrayBuffer()
+    await drain(await httpGet(`${base}/v0/devices/${device}/readings/export?format=csv&sensor_id=${sensors[0] ?? 0}&from=2026-10-31`, { authorization: `Bearer ${p.token}` }))
     const baselineRssMb = round(memoryOf(pid).rss / 2 ** 20, 1)
     const http = async (format: string): Promise<ExportRun> => {
       progress(`export: ${format} over HTTP`)
-      // node:http rather than fetch: the client shares the two cores with the api and PostgreSQL,
-      // and fetch's web streams cost it several times what a plain socket read does.
-      const run = await measure(format, pid, async () => await new Promise<IncomingMessage>((resolve, reject) => {
-        get(`${base}/v0/devices/${device}/readings/export?format=${format}`, { headers: { authorization: `Bearer ${p.token}` } }, (res) => {
-          if (res.statusCode === 200) { resolve(res); return }
-          res.resume()
-          reject(new Error(`export ${format}: ${res.statusCode ?? 0}`))
-        }).on('error', reject)
-      }))
+      const run = await measure(format, pid, async () => await httpGet(`${base}/v0/devices/${device}/readings/export?format=${format}`, { authorization: `Bearer ${p.token}` }))
       const got = run.lines - (format === 'csv' ? 1 : 0)
       if (got !== values) throw new Error(`export ${format}: ${got} values, expected ${values}`)
       return { format, values, bytes: run.bytes, seconds: run.seconds, valuesPerSecond: Math.round(values / run.seconds), peakRssMb: run.peakRssMb }

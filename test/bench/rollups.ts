@@ -1,7 +1,7 @@
 import { ingestReadings, ReadingsWriter, rollupFunctions } from '@esp/domain'
 import { loadEngine, postgresRunner } from '@esp/db'
 import { makeDevices, type BenchPlatform } from './setup.js'
-import { percentile, progress, round, timeRuns } from './stats.js'
+import { drain, httpGet, percentile, progress, round, timeRuns } from './stats.js'
 
 export interface RollupFigure { rollup: string, range: string, fn: string, p50: number, p95: number }
 export interface RollupFigures {
@@ -48,11 +48,7 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
   await p.database.sql`vacuum analyze readings`
 
   const runs = quick ? 10 : 60
-  const get = async (query: string): Promise<void> => {
-    const res = await fetch(`${p.base}/v0/devices/${device}/readings?sensor_id=58&${query}`)
-    if (res.status !== 200) throw new Error(`${query}: ${res.status} ${await res.text()}`)
-    await res.arrayBuffer()
-  }
+  const get = async (query: string): Promise<void> => { await drain(await httpGet(`${p.base}/v0/devices/${device}/readings?sensor_id=58&${query}`)) }
   const yearFrom = new Date(start).toISOString()
   const to = new Date(end).toISOString()
   const monthFrom = new Date(end - 30 * 24 * 60 * MINUTE).toISOString()

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { Agent, get, type IncomingMessage } from 'node:http'
 import path from 'node:path'
 
 /** Percentile of a sample (nearest rank). */
@@ -37,4 +38,27 @@ export async function runScript<T> (file: string, options: unknown, what: string
   const code = await new Promise<number | null>((resolve) => { child.on('exit', resolve) })
   if (code !== 0) throw new Error(`${what} failed (${String(code)})`)
   return JSON.parse(out.trim().split('\n').pop() ?? '{}') as T
+}
+
+const keepAlive = new Agent({ keepAlive: true })
+
+/**
+ * GET over node:http on a kept-alive connection; resolves with the response once it is a 200. The
+ * bench's client shares the cores, or the very event loop, with the service it measures, and
+ * fetch's web streams cost it several times what a plain socket read does.
+ */
+export async function httpGet (url: string, headers: Record<string, string> = {}): Promise<IncomingMessage> {
+  return await new Promise<IncomingMessage>((resolve, reject) => {
+    get(url, { agent: keepAlive, headers }, (res) => {
+      if (res.statusCode === 200) { resolve(res); return }
+      let body = ''
+      res.on('data', (chunk: Buffer) => { body += chunk.toString() })
+      res.on('end', () => { reject(new Error(`GET ${url}: ${res.statusCode ?? 0} ${body}`)) })
+    }).on('error', reject)
+  })
+}
+
+/** Reads a response to its end. */
+export async function drain (res: IncomingMessage): Promise<void> {
+  for await (const _ of res) { /* the bytes are not needed */ }
 }
