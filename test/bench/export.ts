@@ -33,10 +33,8 @@ function memoryOf (pid: number): { rss: number, peak: number } {
   return { rss: bytes(VM_RSS), peak: bytes(VM_HWM) }
 }
 
-const indexOf = Uint8Array.prototype.indexOf
-
 /** Reads a stream to its end, counting bytes and lines, while sampling the serving process's RSS. */
-async function measure (format: string, pid: number, open: () => Promise<AsyncIterable<Uint8Array>>): Promise<Omit<ExportRun, 'values'> & { lines: number }> {
+async function measure (format: string, pid: number, open: () => Promise<AsyncIterable<Buffer>>): Promise<Omit<ExportRun, 'values'> & { lines: number }> {
   let peak = memoryOf(pid).rss
   const sampler = setInterval(() => { peak = Math.max(peak, memoryOf(pid).rss) }, 10)
   const t0 = performance.now()
@@ -45,7 +43,7 @@ async function measure (format: string, pid: number, open: () => Promise<AsyncIt
   try {
     for await (const chunk of await open()) {
       bytes += chunk.length
-      for (let i = indexOf.call(chunk, 10); i !== -1; i = indexOf.call(chunk, 10, i + 1)) lines++
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
     }
   } finally {
     clearInterval(sampler)

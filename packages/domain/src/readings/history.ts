@@ -148,14 +148,16 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
     for (const row of part.rows) {
       if (row.count === 0) continue
       const key = part.binned ? row.bucket : bucketStart(new Date(row.bucket), rollup).getTime()
+      const state = toState(row)
       const last = starts.length - 1
       const lastKey = starts[last] ?? -Infinity
-      if (key === lastKey) {
-        states[last] = mergeStates(states[last] ?? toState(row), toState(row))
+      const lastState = states[last]
+      if (key === lastKey && lastState !== undefined) {
+        states[last] = mergeStates(lastState, state)
       } else {
         if (key < lastKey) throw new Error(`rollup states out of order: ${key} after ${lastKey}`)
         starts.push(key)
-        states.push(toState(row))
+        states.push(state)
       }
     }
   }
