@@ -68,3 +68,34 @@ t.test('the same connection: a COPY out, an error half-way, a COPY in, then plai
   const again = await readAll(await sql.unsafe('copy (select g, x from copied order by g) to stdout').readable())
   t.ok(again.text === expected, 'and COPY out of what it wrote')
 })
+
+t.test('a COPY FROM STDIN the server rejects after the last byte settles with its error, and the transaction rolls back (porsager/postgres#1173)', async (t) => {
+  const database = await createTestDatabase(t)
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+  t.teardown(async () => { await sql.end() })
+  await sql`create table copied_once (g int primary key)`
+  const copy = async (tx: postgres.TransactionSql, from: number, to: number): Promise<void> => {
+    const writable = await tx`copy copied_once from stdin`.writable()
+    await new Promise<void>((resolve, reject) => {
+      writable.on('error', reject)
+      writable.on('finish', resolve)
+      writable.end(Array.from({ length: to - from + 1 }, (_, i) => `${from + i}\n`).join(''))
+    })
+  }
+  await sql.begin(async (tx) => { await copy(tx, 1, 1000) })
+  // Before the patch this await never settled, and the connection stayed idle in an aborted transaction.
+  await t.rejects(sql.begin(async (tx) => {
+    await tx`insert into copied_once values (5000)`
+    await copy(tx, 900, 1100)
+  }), { code: '23505' })
+  const [state] = await sql<{ n: number, max: number }[]>`select count(*)::int as n, max(g) as max from copied_once`
+  t.same(state, { n: 1000, max: 1000 }, 'nothing of the failed transaction stayed')
+  await sql.begin(async (tx) => {
+    await tx`savepoint s`
+    await t.rejects(copy(tx, 1000, 1001), { code: '23505' })
+    await tx`rollback to savepoint s`
+    await copy(tx, 1001, 1002)
+  })
+  const [after] = await sql<{ n: number }[]>`select count(*)::int as n from copied_once`
+  t.equal(after?.n, 1002, 'a savepoint survives the failed COPY, and the same connection copies again')
+})
