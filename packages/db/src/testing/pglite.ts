@@ -17,7 +17,25 @@ export function pgliteRunner (db: PGlite): Runner {
     // PGlite serialises JS arrays itself from the parameter types the server reports (checked for
     // int[], bigint[], float8[], timestamptz[] and text[], NULL elements included), so the
     // `unnest($n::type[])` statements of the write path get their arrays as they are.
-    query: async <T extends object>(text: string, params: unknown[] = []) => (await db.query<T>(text, params)).rows
+    query: async <T extends object>(text: string, params: unknown[] = []) => (await db.query<T>(text, params)).rows,
+    // PGlite has no STDIN: a COPY reads the query's blob from its /dev/blob device.
+    copyBinary: async (target, data) => { await db.query(`copy ${target} from '/dev/blob' (format binary)`, [], { blob: new Blob([data]) }) }
+  }
+}
+
+/**
+ * `work` in one transaction of a Runner that has none of its own (PGlite is a single session), as
+ * the write path expects to run.
+ */
+export async function inRunnerTransaction<T> (runner: Runner, work: () => Promise<T>): Promise<T> {
+  await runner.query('begin')
+  try {
+    const result = await work()
+    await runner.query('commit')
+    return result
+  } catch (err) {
+    await runner.query('rollback')
+    throw err
   }
 }
 

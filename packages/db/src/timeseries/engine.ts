@@ -1,3 +1,5 @@
+import type { Writable } from 'node:stream'
+
 /**
  * The time-series layer: one interface, two engines (DESIGN.md). The SQL here runs through a
  * minimal Runner, so the same code drives postgres.js in production and PGlite (the TimescaleDB
@@ -7,6 +9,11 @@ export type EngineName = 'native' | 'timescale'
 
 export interface Runner {
   query: <T extends object = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<T[]>
+  /**
+   * `COPY target FROM` these bytes in PostgreSQL's binary format, where the driver can stream
+   * them (postgres.js; PGlite through its blob device). Without it the write path inserts rows.
+   */
+  copyBinary?: (target: string, data: Uint8Array) => Promise<void>
 }
 
 export interface ReadingRow {
@@ -64,11 +71,25 @@ export function pgArrayLiteral (values: readonly unknown[]): string {
 export const asTextParams = (params: readonly unknown[]): unknown[] =>
   params.map((p) => Array.isArray(p) ? pgArrayLiteral(p) : p instanceof Date ? p.toISOString() : p)
 
+interface PostgresJs {
+  unsafe: (text: string, params?: never[], options?: { prepare?: boolean }) => PromiseLike<unknown> & { writable: () => Promise<Writable> }
+}
+
 /** postgres.js as a Runner (a pool, a reserved connection or a transaction). */
-export function postgresRunner (sql: { unsafe: (text: string, params?: never[], options?: { prepare?: boolean }) => PromiseLike<unknown> }): Runner {
+export function postgresRunner (sql: PostgresJs): Runner {
   return {
     // Prepared: the time-series SQL is a handful of fixed texts, parsed and planned once per connection.
-    query: async <T extends object>(text: string, params: unknown[] = []) => await sql.unsafe(text, asTextParams(params) as never[], { prepare: true }) as unknown as T[]
+    query: async <T extends object>(text: string, params: unknown[] = []) => await sql.unsafe(text, asTextParams(params) as never[], { prepare: true }) as unknown as T[],
+    copyBinary: async (target, data) => {
+      const writable = await sql.unsafe(`copy ${target} from stdin (format binary)`).writable()
+      // Settles on the server's answer either way: postgres.js is patched so that a COPY the server
+      // rejects after the last byte errors the writable (porsager/postgres#1173).
+      await new Promise<void>((resolve, reject) => {
+        writable.on('error', reject)
+        writable.on('finish', resolve)
+        writable.end(data)
+      })
+    }
   }
 }
 

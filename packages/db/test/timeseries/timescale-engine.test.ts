@@ -4,7 +4,8 @@ import {
   TIERS, aggregateByBucket, engineName, tierStates, timescaleEngine, writeReadings,
   type ReadingRow, type Runner, type Tier
 } from '../../src/timeseries/index.js'
-import { openTimescalePglite } from '@esp/db/testing/pglite'
+import { rawInsertSteps, recordingRunner } from '@esp/db/testing'
+import { inRunnerTransaction, openTimescalePglite } from '@esp/db/testing/pglite'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -18,6 +19,7 @@ t.teardown(pglite.close)
 t.comment(`PGlite + TimescaleDB created and migrated in ${Date.now() - started} ms, RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`)
 const runner: Runner = pglite.runner
 const engine = timescaleEngine()
+const write = async (rows: ReadingRow[]): Promise<Awaited<ReturnType<typeof writeReadings>>> => await inRunnerTransaction(runner, async () => await writeReadings(runner, engine, rows))
 
 // Migrated but not seeded: the rows the foreign keys of readings and components need.
 const [owner] = await runner.query<{ id: number }>("insert into users (username, email) values ('timescale', 'timescale@example.org') returning id")
@@ -108,10 +110,10 @@ t.test('the refresh policies, run by hand, take in writes older than any window'
     for (const tier of TIERS) out.push(...(await tierStates(runner, tier, { deviceId, sensorId: 101, from: new Date(at - DAY), until: new Date(at + DAY) })).map((s) => s.sum ?? NaN))
     return out
   }
-  await writeReadings(runner, engine, [row(0, 1), row(60_000, 2)])
+  await write([row(0, 1), row(60_000, 2)])
   await runJobs()
   t.same(await sums(), [3, 3])
-  await writeReadings(runner, engine, [row(120_000, 4)])
+  await write([row(120_000, 4)])
   t.same(await sums(), [3, 3], 'below the watermark a tier serves what was materialized')
   await runJobs()
   t.same(await sums(), [7, 7], 'a backlog years old reaches both tiers at the next policy run')
@@ -180,7 +182,7 @@ t.test('property: both tiers equal the reference folded from the first-written r
     }
     for (const [phase, batches] of phases.entries()) {
       for (const batch of batches) {
-        const result = await writeReadings(runner, engine, batch)
+        const result = await write(batch)
         let fresh = 0
         for (const row of batch) {
           const key = `${row.sensorId}:${row.recordedAt.getTime()}`
@@ -203,7 +205,7 @@ t.test('1000 values of 101325 ± 0.01 in one hour keep their deviation', async (
   // Alternating ±0.01: the sample deviation is 0.01 · sqrt(1000/999), about 0.0100050.
   const values = Array.from({ length: 1000 }, (_, i) => i % 2 === 0 ? 101325.01 : 101324.99)
   const rows = values.map((value, i): ReadingRow => ({ deviceId, sensorId: 102, recordedAt: new Date(at + i * 3600), value, rawValue: value }))
-  await writeReadings(runner, engine, rows)
+  await write(rows)
   // Two-pass reference on the same doubles: the stored values are not exactly ±0.01 apart.
   const mean = values.reduce((s, v) => s + v, 0) / values.length
   const expected = Math.sqrt(values.reduce((s, v) => s + (v - mean) ** 2, 0) / (values.length - 1))
@@ -217,4 +219,20 @@ t.test('1000 values of 101325 ± 0.01 in one hour keep their deviation', async (
     t.ok(Math.abs(sd - 0.01 * Math.sqrt(1000 / 999)) < 1e-8, `${when}: deviation ${sd}`)
     t.ok(Math.abs(sd - expected) <= 1e-9 * expected, `${when}: within 1e-9 of the two-pass deviation ${expected}`)
   }
+})
+
+t.test('new readings go into the hypertable by binary COPY; a stored one makes the write fall back to INSERT', async (t) => {
+  const deviceId = await newDevice()
+  const at = Date.UTC(2041, 2, 3, 4, 5, 6, 789)
+  const row = (ms: number, value: number): ReadingRow => ({ deviceId, sensorId: 103, recordedAt: new Date(at + ms), value, rawValue: value / 2 })
+  const copyWrite = async (rows: ReadingRow[]): Promise<{ stored: number, steps: string[] }> => {
+    const { runner: recorded, log } = recordingRunner(runner)
+    const { stored } = await inRunnerTransaction(runner, async () => await writeReadings(recorded, engine, rows))
+    return { stored, steps: rawInsertSteps(log) }
+  }
+  t.same(await copyWrite([row(0, 0.1), row(1, -7)]), { stored: 2, steps: ['copy readings'] })
+  t.same(await copyWrite([row(1, 99), row(2, 3)]), { stored: 1, steps: ['copy readings', 'rollback to savepoint', 'insert into readings'] })
+  const stored = await runner.query<{ ms: number, value: number, raw_value: number }>(
+    'select (extract(epoch from recorded_at) * 1000)::float8 as ms, value, raw_value from readings where device_id = $1 order by recorded_at', [deviceId])
+  t.same(stored.map((r) => [r.ms - at, r.value, r.raw_value]), [[0, 0.1, 0.05], [1, -7, -3.5], [2, 3, 1.5]])
 })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { timescaleEngine, writeReadings } from '@esp/db'
-import { openTimescalePglite } from '@esp/db/testing/pglite'
+import { inRunnerTransaction, openTimescalePglite } from '@esp/db/testing/pglite'
 import { checkConformance } from './conformance.js'
 
 /**
@@ -24,14 +24,7 @@ t.test('timescale engine = reference, for every function and rollup', async (t) 
       const seen = new Set<string>()
       const rows = batch.filter((e) => !seen.has(`${e.sensor}:${e.at}`) && seen.add(`${e.sensor}:${e.at}`) !== undefined)
         .map((e) => ({ deviceId, sensorId: e.sensor, recordedAt: new Date(e.at), value: e.value, rawValue: e.value }))
-      await runner.query('begin')
-      try {
-        await writeReadings(runner, timescaleEngine(), rows)
-        await runner.query('commit')
-      } catch (err) {
-        await runner.query('rollback')
-        throw err
-      }
+      await inRunnerTransaction(runner, async () => await writeReadings(runner, timescaleEngine(), rows))
     },
     settle: async () => {
       await runner.query("call refresh_continuous_aggregate('readings_hourly', null, null)")

@@ -1,0 +1,100 @@
+import t from 'tap'
+import { nativeEngine, postgresRunner, type ReadingRow, writeReadings } from '@esp/db'
+import { createTestDatabase, rawInsertSteps, recordingRunner as recording } from '@esp/db/testing'
+
+/**
+ * The raw insert of the write path: a binary COPY in a savepoint where the driver can stream one,
+ * and `ON CONFLICT DO NOTHING` when the COPY meets a stored reading. Real PostgreSQL.
+ */
+
+t.test('the rows go in by binary COPY, exactly as given, with no conflict handling when all are new', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const deviceId = device?.id ?? 0
+  // Times on both sides of PostgreSQL's epoch (2000) and of 2^32 microseconds, with milliseconds;
+  // values that text would round or spell differently.
+  const times = ['1990-01-01T00:00:00.000Z', '1999-12-31T23:59:59.999Z', '2000-01-01T00:00:00.000Z', '2000-01-01T01:11:34.967Z', '2026-11-23T12:34:56.789Z', '2099-12-31T23:59:59.001Z']
+  const values = [0.1, -273.15, 1e-300, 1.7976931348623157e308, 101325.00999999999, 42]
+  const rows: ReadingRow[] = times.map((at, i) => ({ deviceId, sensorId: 55, recordedAt: new Date(at), value: values[i] ?? 0, rawValue: -(values[i] ?? 0) / 3 }))
+  const engine = nativeEngine()
+  await engine.prepare(postgresRunner(database.sql), rows.map((r) => r.recordedAt))
+  const { result, log } = await database.sql.begin(async (tx) => {
+    const { runner, log } = recording(postgresRunner(tx))
+    return { result: await writeReadings(runner, engine, [...rows].reverse()), log }
+  })
+  t.same([result.stored, result.duplicates], [6, 0])
+  t.same(rawInsertSteps(log), ['copy readings'], 'copied: no rollback, no INSERT of raw rows')
+  const stored = await database.sql<{ at: string, value: number, raw_value: number }[]>`
+    select to_char(recorded_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at, value, raw_value from readings where device_id = ${deviceId} order by recorded_at`
+  t.same(stored.map((r) => r.at), times)
+  t.same(stored.map((r) => r.value), values)
+  t.same(stored.map((r) => r.raw_value), values.map((v) => -v / 3))
+  const [latest] = await database.sql<{ value: number, prev_value: number }[]>`select value, prev_value from latest_readings where device_id = ${deviceId}`
+  t.same([latest?.value, latest?.prev_value], [42, 101325.00999999999], 'latest values came from the copied rows')
+  const [daily] = await database.sql<{ n: number }[]>`select sum(count)::int as n from readings_daily where device_id = ${deviceId}`
+  t.equal(daily?.n, 6, 'the tiers took every copied row')
+})
+
+t.test('a stored reading makes the COPY fall back: first write wins, only the new rows count', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const deviceId = device?.id ?? 0
+  const row = (minute: number, value: number): ReadingRow => ({ deviceId, sensorId: 55, recordedAt: new Date(Date.UTC(2026, 5, 1, 0, minute)), value, rawValue: value })
+  const engine = nativeEngine()
+  await engine.prepare(postgresRunner(database.sql), [row(0, 0).recordedAt])
+  const write = async (rows: ReadingRow[]): Promise<{ stored: number, duplicates: number, log: string[] }> => await database.sql.begin(async (tx) => {
+    const { runner, log } = recording(postgresRunner(tx))
+    const { stored, duplicates } = await writeReadings(runner, engine, rows)
+    return { stored, duplicates, log }
+  })
+  const first = await write([row(0, 1), row(1, 2), row(2, 3)])
+  t.same([first.stored, first.duplicates], [3, 0])
+  // The stored minute 1 sits in the middle: the COPY has written minute 0 again before it fails.
+  const again = await write([row(3, 40), row(1, 99), row(4, 50), row(0, 98)])
+  t.same([again.stored, again.duplicates], [2, 2])
+  t.same(rawInsertSteps(again.log), ['copy readings', 'rollback to savepoint', 'insert into readings'])
+  const stored = await database.sql<{ minute: number, value: number }[]>`
+    select extract(minute from recorded_at)::int as minute, value from readings where device_id = ${deviceId} order by recorded_at`
+  t.same(stored.map((r) => [r.minute, r.value]), [[0, 1], [1, 2], [2, 3], [3, 40], [4, 50]], 'stored readings kept their values')
+  const [hourly] = await database.sql<{ n: number, sum: number }[]>`select sum(count)::int as n, sum(sum)::float8 as sum from readings_hourly where device_id = ${deviceId}`
+  t.same([hourly?.n, hourly?.sum], [5, 96], 'the tiers count each reading once')
+  const [latest] = await database.sql<{ value: number, prev_value: number }[]>`select value, prev_value from latest_readings where device_id = ${deviceId}`
+  t.same([latest?.value, latest?.prev_value], [50, 40])
+})
+
+t.test('two transactions copying the same readings at once: one stores them, the other counts duplicates', async (t) => {
+  const database = await createTestDatabase(t, { max: 4 })
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const rows = Array.from({ length: 2000 }, (_, i): ReadingRow => ({ deviceId: device?.id ?? 0, sensorId: 55, recordedAt: new Date(Date.UTC(2026, 5, 1) + i * 60_000), value: i, rawValue: i }))
+  const engine = nativeEngine()
+  await engine.prepare(postgresRunner(database.sql), rows.map((r) => r.recordedAt))
+  const results = await Promise.all([0, 1].map(async () => await database.sql.begin(async (tx) => await writeReadings(postgresRunner(tx), engine, rows))))
+  t.same(results.map((r) => r.stored).sort((a, b) => a - b), [0, 2000])
+  t.same(results.map((r) => r.duplicates).sort((a, b) => a - b), [0, 2000])
+  const [count] = await database.sql<{ n: number, tier: number }[]>`
+    select (select count(*)::int from readings) as n, (select sum(count)::int from readings_hourly) as tier`
+  t.same([count?.n, count?.tier], [2000, 2000])
+})
+
+t.test('an error that is not a duplicate fails the write after the fallback too, and nothing is written', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const deviceId = device?.id ?? 0
+  // 2041 has no partition (prepare was not asked for it), so the COPY fails and so does the INSERT.
+  const rows: ReadingRow[] = [{ deviceId, sensorId: 55, recordedAt: new Date(Date.UTC(2041, 0, 1)), value: 1, rawValue: 1 }]
+  let log: string[] = []
+  await t.rejects(database.sql.begin(async (tx) => {
+    const recorded = recording(postgresRunner(tx))
+    log = recorded.log
+    return await writeReadings(recorded.runner, nativeEngine(), rows)
+  }), { code: '23514' })
+  t.same(rawInsertSteps(log), ['copy readings', 'rollback to savepoint', 'insert into readings'])
+  const [count] = await database.sql<{ n: number, components: number }[]>`
+    select (select count(*)::int from readings) as n, (select count(*)::int from components where device_id = ${deviceId}) as components`
+  t.same([count?.n, count?.components], [0, 0])
+  t.same(await database.sql`select 1 as ok`, [{ ok: 1 }], 'the pool still works')
+})
