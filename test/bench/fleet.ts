@@ -3,21 +3,24 @@
  * take event-loop time from the server it measures. Prints one JSON line with its timing.
  * Arguments: JSON {base, token, devices, batches, size, mode: 'batch500' | 'kit12', start}.
  */
+import { httpPost } from './stats.js'
+
 const SENSORS_12 = [10, 14, 53, 55, 56, 58, 87, 88, 89, 112, 113, 220]
 const options = JSON.parse(process.argv[2] ?? '{}') as { base: string, token: string, devices: number[], batches: number, mode: 'batch500' | 'kit12', start: number }
 
-async function post (device: number, data: unknown): Promise<void> {
-  const res = await fetch(`${options.base}/v0/devices/${device}/readings`, { method: 'POST', headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ data }) })
-  if (res.status !== 200) throw new Error(`post failed: ${res.status} ${await res.text()}`)
-  await res.arrayBuffer()
+const headers = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' }
+
+async function post (device: number, body: string): Promise<void> {
+  const res = await httpPost(`${options.base}/v0/devices/${device}/readings`, headers, body)
+  if (res.status !== 200) throw new Error(`post failed: ${res.status} ${res.text}`)
 }
 
 // Bodies are built before the clock starts: the figure is the platform's, not the simulator's.
 const bodies = options.devices.map((device, d) => Array.from({ length: options.batches }, (_, b) => options.mode === 'batch500'
   ? Array.from({ length: 500 }, (_, i) => ({ recorded_at: new Date(options.start + (b * 500 + i) * 60_000).toISOString(), sensors: [{ id: SENSORS_12[d % SENSORS_12.length] ?? 55, value: 20 + Math.sin(i) }] }))
-  : [{ recorded_at: new Date(options.start + b * 60_000).toISOString(), sensors: SENSORS_12.map((id) => ({ id, value: id + b / 10 })) }]))
+  : [{ recorded_at: new Date(options.start + b * 60_000).toISOString(), sensors: SENSORS_12.map((id) => ({ id, value: id + b / 10 })) }]).map((data) => JSON.stringify({ data })))
 const t0 = performance.now()
 await Promise.all(options.devices.map(async (device, d) => {
-  for (const data of bodies[d] ?? []) await post(device, data)
+  for (const body of bodies[d] ?? []) await post(device, body)
 }))
 console.log(JSON.stringify({ seconds: (performance.now() - t0) / 1000 }))

@@ -152,11 +152,19 @@ function drainOnClose (app: FastifyInstance): void {
   app.addHook('onClose', async () => { clearInterval(draining) })
 }
 
+// Plain loops: this walks every posted body, a batch of readings included, and entries() made an
+// array per object.
 function containsNul (value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return value.includes('\u0000')
   if (depth > 32 || value === null || typeof value !== 'object') return false
-  if (Array.isArray(value)) return value.some((item) => containsNul(item, depth + 1))
-  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || containsNul(item, depth + 1))
+  if (Array.isArray(value)) {
+    for (const item of value) if (containsNul(item, depth + 1)) return true
+    return false
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && (key.includes('\u0000') || containsNul((value as Record<string, unknown>)[key], depth + 1))) return true
+  }
+  return false
 }
 
 /** The absolute base URL for links in responses (root links, Link headers, uploads). */
