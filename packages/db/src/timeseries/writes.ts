@@ -9,32 +9,24 @@ export interface WriteResult {
 
 interface InsertedKey { device_id: number, sensor_id: number, at: number }
 
-export const readingKey = (r: Pick<ReadingRow, 'deviceId' | 'sensorId' | 'recordedAt'>): string => `${r.deviceId}:${r.sensorId}:${r.recordedAt.getTime()}`
+const readingKey = (r: Pick<ReadingRow, 'deviceId' | 'sensorId' | 'recordedAt'>): string => `${r.deviceId}:${r.sensorId}:${r.recordedAt.getTime()}`
 
 /**
  * The one write path for readings (HTTP, MQTT, CSV import), of one or many devices, in the
  * caller's transaction, in a fixed number of statements whatever the batch size: components
  * (unless known to exist), raw rows (idempotent: first write wins), tiers, latest values, devices.
- * Rows must be unique per (device, sensor, recorded_at); they are sorted here so that concurrent
- * transactions take row locks in the same order and cannot deadlock, and so that every later step
- * walks runs of one device and sensor instead of keying a map by row.
+ * Rows are sorted here so that concurrent transactions take row locks in the same order and cannot
+ * deadlock, and so that every later step walks runs of one device and sensor instead of keying a
+ * map by row. Where `rows` repeat a (device, sensor, recorded_at), the first in `rows` is written
+ * (the sort is stable) and the others count as duplicates.
  */
-export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows: ReadingRow[], knownComponents?: Set<string>): Promise<WriteResult> {
+export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows: ReadingRow[], knownComponents?: KnownComponents): Promise<WriteResult> {
   if (rows.length === 0) return { stored: 0, duplicates: 0, inserted: [] }
   const sorted = [...rows].sort((a, b) => a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.recordedAt.getTime() - b.recordedAt.getTime())
-  const pairs = new Map<string, [number, number]>()
-  for (let i = 0; i < sorted.length; i++) {
-    const r = sorted[i] as ReadingRow
-    const previous = sorted[i - 1]
-    if (previous !== undefined && previous.deviceId === r.deviceId && previous.sensorId === r.sensorId) continue
-    const key = `${r.deviceId}:${r.sensorId}`
-    if (knownComponents?.has(key) !== true) pairs.set(key, [r.deviceId, r.sensorId])
-  }
-  if (pairs.size > 0) {
-    await tx.query(
-      'insert into components (device_id, sensor_id) select * from unnest($1::int[], $2::int[]) on conflict (device_id, sensor_id) do nothing',
-      [[...pairs.values()].map((p) => p[0]), [...pairs.values()].map((p) => p[1])])
-  }
+    .filter((r, i, all) => i === 0 || !sameReading(all[i - 1] as ReadingRow, r))
+  // Pairs the caller ensured are skipped; the others are inserted here but not remembered, since
+  // this transaction may yet roll back.
+  await insertComponents(tx, sorted, knownComponents, false)
   const inserted = await insertRaw(tx, sorted)
   if (inserted.length === 0) return { stored: 0, duplicates: rows.length, inserted }
 
@@ -54,9 +46,57 @@ export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows:
       state = case when d.state = 'archived' then d.state else 'has_published' end
     from unnest($1::int[], $2::timestamptz[]) as n(id, at)
     where d.id = n.id`, [devices, newest])
-  if (knownComponents !== undefined) for (const key of pairs.keys()) knownComponents.add(key)
   return { stored: inserted.length, duplicates: rows.length - inserted.length, inserted }
 }
+
+/** (device, sensor) pairs known to have a component row, so that writes skip inserting them. */
+export class KnownComponents {
+  private readonly sensorsOf = new Map<number, Set<number>>()
+
+  has (deviceId: number, sensorId: number): boolean {
+    return this.sensorsOf.get(deviceId)?.has(sensorId) === true
+  }
+
+  add (deviceId: number, sensorId: number): void {
+    const sensors = this.sensorsOf.get(deviceId)
+    if (sensors === undefined) this.sensorsOf.set(deviceId, new Set([sensorId]))
+    else sensors.add(sensorId)
+  }
+}
+
+/**
+ * A component row for every (device, sensor) of `rows` that `known` does not list yet. A component
+ * is a fact about the device (a kit's sensors are components before any reading), true whether or
+ * not the readings that revealed it commit. The writer runs this on its own before the write
+ * transaction: inside it, a new pair held its index entry until commit, and concurrent writes of
+ * the same new kit waited for each other's whole transaction.
+ */
+export async function ensureComponents (runner: Runner, rows: readonly ReadingRow[], known?: KnownComponents): Promise<void> {
+  await insertComponents(runner, rows, known, true)
+}
+
+/** Inserts the pairs `known` lacks; `remember` them only where the insert commits on its own. */
+async function insertComponents (runner: Runner, rows: readonly ReadingRow[], known: KnownComponents | undefined, remember: boolean): Promise<void> {
+  const devices: number[] = []
+  const sensors: number[] = []
+  const fresh = new KnownComponents()
+  for (const r of rows) {
+    if (known?.has(r.deviceId, r.sensorId) === true || fresh.has(r.deviceId, r.sensorId)) continue
+    fresh.add(r.deviceId, r.sensorId)
+    devices.push(r.deviceId)
+    sensors.push(r.sensorId)
+  }
+  if (devices.length === 0) return
+  // Sorted, so that concurrent inserts take the index entries in one order.
+  const order = devices.map((_, i) => i).sort((a, b) => (devices[a] as number) - (devices[b] as number) || (sensors[a] as number) - (sensors[b] as number))
+  await runner.query(
+    'insert into components (device_id, sensor_id) select * from unnest($1::int[], $2::int[]) on conflict (device_id, sensor_id) do nothing',
+    [order.map((i) => devices[i]), order.map((i) => sensors[i])])
+  if (remember && known !== undefined) for (const i of order) known.add(devices[i] as number, sensors[i] as number)
+}
+
+const sameReading = (a: ReadingRow, b: ReadingRow): boolean =>
+  a.deviceId === b.deviceId && a.sensorId === b.sensorId && a.recordedAt.getTime() === b.recordedAt.getTime()
 
 const READINGS_COPY_TARGET = 'readings (device_id, sensor_id, recorded_at, value, raw_value)'
 

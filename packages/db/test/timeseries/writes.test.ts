@@ -1,5 +1,5 @@
 import t from 'tap'
-import { nativeEngine, postgresRunner, type ReadingRow, writeReadings } from '@esp/db'
+import { ensureComponents, KnownComponents, nativeEngine, postgresRunner, type ReadingRow, writeReadings } from '@esp/db'
 import { createTestDatabase, rawInsertSteps, recordingRunner as recording } from '@esp/db/testing'
 
 /**
@@ -97,4 +97,49 @@ t.test('an error that is not a duplicate fails the write after the fallback too,
     select (select count(*)::int from readings) as n, (select count(*)::int from components where device_id = ${deviceId}) as components`
   t.same([count?.n, count?.components], [0, 0])
   t.same(await database.sql`select 1 as ok`, [{ ok: 1 }], 'the pool still works')
+})
+
+t.test('rows that repeat a reading within one write: the first is stored, by COPY, and the rest count as duplicates', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const row = (minute: number, value: number): ReadingRow => ({ deviceId: device?.id ?? 0, sensorId: 55, recordedAt: new Date(Date.UTC(2026, 5, 1, 0, minute)), value, rawValue: value })
+  const engine = nativeEngine()
+  await engine.prepare(postgresRunner(database.sql), [row(0, 0).recordedAt])
+  const { result, log } = await database.sql.begin(async (tx) => {
+    const { runner, log } = recording(postgresRunner(tx))
+    return { result: await writeReadings(runner, engine, [row(2, 1), row(1, 2), row(2, 3), row(1, 4), row(0, 5)]), log }
+  })
+  t.same([result.stored, result.duplicates], [3, 2])
+  t.same(rawInsertSteps(log), ['copy readings'])
+  const stored = await database.sql<{ minute: number, value: number }[]>`select extract(minute from recorded_at)::int as minute, value from readings order by recorded_at`
+  t.same(stored.map((r) => [r.minute, r.value]), [[0, 5], [1, 2], [2, 1]])
+})
+
+t.test('components: ensured once on their own and remembered; the write transaction inserts only what is not known, and remembers nothing', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const deviceId = device?.id ?? 0
+  const row = (sensorId: number, minute: number): ReadingRow => ({ deviceId, sensorId, recordedAt: new Date(Date.UTC(2026, 5, 1, 0, minute)), value: 1, rawValue: 1 })
+  const engine = nativeEngine()
+  await engine.prepare(postgresRunner(database.sql), [row(55, 0).recordedAt])
+  const known = new KnownComponents()
+  const first = recording(postgresRunner(database.sql))
+  await ensureComponents(first.runner, [row(55, 0), row(56, 0), row(55, 1)], known)
+  t.same(first.log, ['insert into components'])
+  t.ok(known.has(deviceId, 55) && known.has(deviceId, 56), 'remembered once committed')
+  const again = recording(postgresRunner(database.sql))
+  await ensureComponents(again.runner, [row(56, 2), row(55, 2)], known)
+  t.same(again.log, [], 'nothing to insert')
+  // 58 is new: the transaction inserts it, rolls back, and it is neither stored nor remembered.
+  await t.rejects(database.sql.begin(async (tx) => {
+    const { runner, log } = recording(postgresRunner(tx))
+    await writeReadings(runner, engine, [row(55, 3), row(58, 3)], known)
+    t.same(log.filter((step) => step.includes('components')), ['insert into components'])
+    throw new Error('roll back')
+  }), { message: 'roll back' })
+  t.notOk(known.has(deviceId, 58))
+  const components = await database.sql<{ sensor_id: number }[]>`select sensor_id from components where device_id = ${deviceId} order by sensor_id`
+  t.same(components.map((c) => c.sensor_id), [55, 56])
 })

@@ -1,4 +1,4 @@
-import { type Database, postgresRunner, type ReadingRow, readingKey, type TimeSeriesEngine, writeReadings, type WriteResult } from '@esp/db'
+import { type Database, ensureComponents, KnownComponents, postgresRunner, type ReadingRow, type TimeSeriesEngine, writeReadings, type WriteResult } from '@esp/db'
 
 interface Pending {
   rows: ReadingRow[]
@@ -26,7 +26,7 @@ export class ReadingsWriter {
   private readonly maxRows: number
   private readonly concurrency: number
   /** (device, sensor) pairs known to have a component: their insert is skipped */
-  private readonly components = new Set<string>()
+  private readonly components = new KnownComponents()
 
   constructor (private readonly database: Database, private readonly engine: TimeSeriesEngine, options: WriterOptions = {}) {
     this.maxRows = options.maxRows ?? 20_000
@@ -52,14 +52,11 @@ export class ReadingsWriter {
 
   private pump (): void {
     while (this.inFlight < this.concurrency && this.queue.length > 0) {
-      const group: Pending[] = []
-      let size = 0
-      while (this.queue.length > 0 && (group.length === 0 || size + (this.queue[0]?.rows.length ?? 0) <= this.maxRows)) {
-        const next = this.queue.shift()
-        if (next === undefined) break
-        group.push(next)
-        size += next.rows.length
-      }
+      // One splice per group: shifting a backlog of thousands of MQTT messages one by one was quadratic.
+      let count = 1
+      let size = this.queue[0]?.rows.length ?? 0
+      while (count < this.queue.length && size + (this.queue[count]?.rows.length ?? 0) <= this.maxRows) size += this.queue[count++]?.rows.length ?? 0
+      const group = this.queue.splice(0, count)
       this.inFlight++
       void this.flush(group).finally(() => {
         this.inFlight--
@@ -69,7 +66,9 @@ export class ReadingsWriter {
   }
 
   private async commit (rows: ReadingRow[]): Promise<WriteResult> {
-    await this.engine.prepare(postgresRunner(this.database.sql), rows.map((r) => r.recordedAt))
+    // Partitions and components, each committed on its own before the write transaction needs them.
+    const pool = postgresRunner(this.database.sql)
+    await Promise.all([this.engine.prepare(pool, rows.map((r) => r.recordedAt)), ensureComponents(pool, rows, this.components)])
     // A bare transaction: the write path is raw SQL, and a Drizzle instance per commit showed in profiles.
     return await this.database.sql.begin(async (tx) => await writeReadings(postgresRunner(tx), this.engine, rows, this.components)) as WriteResult
   }
@@ -80,7 +79,8 @@ export class ReadingsWriter {
       await this.commit(only.rows).then(only.resolve, only.reject)
       return
     }
-    const { rows, ownerOf } = groupRows(group.map((pending) => pending.rows))
+    // In arrival order: where writes repeat a (device, sensor, time), the write path keeps the first.
+    const rows = group.flatMap((pending) => pending.rows)
     let result: WriteResult
     try {
       result = await this.commit(rows)
@@ -88,44 +88,11 @@ export class ReadingsWriter {
       for (const pending of group) await this.commit(pending.rows).then(pending.resolve, pending.reject)
       return
     }
-    const mine = group.map((): ReadingRow[] => [])
-    for (const row of result.inserted) mine[ownerOf(row)]?.push(row)
-    group.forEach((pending, index) => {
-      const inserted = mine[index] ?? []
+    // Each caller's share, by identity of its row objects: nothing is keyed by value.
+    const stored = result.inserted.length === rows.length ? undefined : new Set(result.inserted)
+    for (const pending of group) {
+      const inserted = stored === undefined ? pending.rows : pending.rows.filter((row) => stored.has(row))
       pending.resolve({ stored: inserted.length, duplicates: pending.rows.length - inserted.length, inserted })
-    })
+    }
   }
-}
-
-/**
- * The rows of several writes as one, and which write each row belongs to. Across writes the
- * earlier one owns a (device, sensor, time); later copies are its duplicates. Writes usually come
- * from different devices (one HTTP batch or MQTT message each), and then no row can repeat
- * another write's: rows are neither keyed nor filtered, and a row's device names its write.
- */
-export function groupRows (writes: ReadingRow[][]): { rows: ReadingRow[], ownerOf: (row: ReadingRow) => number } {
-  const writeOfDevice = new Map<number, number>()
-  let shared = false
-  writes.forEach((rows, index) => {
-    let previous: number | undefined
-    for (const row of rows) {
-      if (row.deviceId === previous) continue
-      previous = row.deviceId
-      const owner = writeOfDevice.get(row.deviceId)
-      if (owner === undefined) writeOfDevice.set(row.deviceId, index)
-      else if (owner !== index) shared = true
-    }
-  })
-  if (!shared) return { rows: writes.flat(), ownerOf: (row) => writeOfDevice.get(row.deviceId) ?? 0 }
-  const owner = new Map<string, number>()
-  const rows: ReadingRow[] = []
-  writes.forEach((written, index) => {
-    for (const row of written) {
-      const key = readingKey(row)
-      if (owner.has(key)) continue
-      owner.set(key, index)
-      rows.push(row)
-    }
-  })
-  return { rows, ownerOf: (row) => owner.get(readingKey(row)) ?? 0 }
 }
