@@ -19,7 +19,7 @@ export { presentDevice, presentDevices, loadRelations, visibleTo, canManage, typ
 export { Device, DeviceBody } from './devices/device-schemas.js'
 export { WorldMap, type MapBody } from './devices/world-map.js'
 export { UploadStore, detectImageType, signUploadPolicy, verifyUploadPolicy, type UploadPolicy } from './storage/uploads.js'
-export { findActiveDevice, findDeviceAccess, findDevicesByToken, findDeviceByMac, assertCanWrite, assertCanSee, ownsOrAdmin, type DeviceAccess } from './devices/device-access.js'
+export { deviceIdParam, findActiveDevice, findDeviceAccess, findDevicesByToken, findDeviceByMac, assertCanWrite, assertCanSee, ownsOrAdmin, type DeviceAccess } from './devices/device-access.js'
 export type { DeviceRow } from './devices/device-view.js'
 export { parseRollup, bucketStart, nextBucket, countBuckets, bucketStartsBetween, rollupSql, type Rollup, type RollupUnit } from './readings/rollup.js'
 export { parseTimeParam, parseRecordedAt } from './readings/time-params.js'

@@ -95,4 +95,13 @@ t.test('readings of a private device: owner and admins only', async (t) => {
   t.equal((await harness.app.inject({ url, headers: bearer(other.token) })).statusCode, 403)
   t.equal((await harness.app.inject({ url, headers: bearer(harness.owner.token) })).statusCode, 200)
   t.equal((await harness.app.inject({ url, headers: bearer(admin.token) })).statusCode, 200)
+  // The device check runs beside the sensor and the buckets, and still decides first: a stranger
+  // learns nothing of the sensors or the data, and a missing device is a missing device.
+  for (const query of ['sensor_id=999999&rollup=1d', 'sensor_key=nope&rollup=1d', 'sensor_id=55&rollup=5x', 'sensor_id=55&rollup=1ms&from=2020-01-01', 'rollup=1d']) {
+    const res = await harness.app.inject({ url: `/v0/devices/${harness.device}/readings?${query}`, headers: bearer(other.token) })
+    t.equal(res.statusCode, 403, `private: ${query}`)
+    t.notMatch(res.body, /Sensor|rollup|bucket/, `private: ${query} says nothing of the request`)
+    t.equal((await harness.app.inject({ url: `/v0/devices/999999/readings?${query}` })).statusCode, 404, `missing device: ${query}`)
+  }
+  t.equal((await harness.app.inject({ url: '/v0/devices/abc/readings?sensor_id=55&rollup=1d' })).statusCode, 404)
 })

@@ -55,8 +55,11 @@ async function accessRows (sql: Sql, by: { id: number } | { tokens: string[] } |
     where d.archived_at is null and ${where}`
 }
 
+/** A device id as a path gives it, or null when it cannot name a device. */
+export const deviceIdParam = (id: string): number | null => /^\d{1,9}$/.test(id) ? Number(id) : null
+
 export async function findDeviceAccess (sql: Sql, id: string): Promise<DeviceAccess> {
-  if (!/^\d{1,9}$/.test(id)) throw errors.notFound('Device', id)
+  if (deviceIdParam(id) === null) throw errors.notFound('Device', id)
   const [row] = await accessRows(sql, { id: Number(id) })
   if (row === undefined) throw errors.notFound('Device', Number(id))
   return asAccess(row)

@@ -69,17 +69,16 @@ function toState (row: StateRow): AggregateState {
   }
 }
 
-async function resolveSensor (runner: Runner, deviceId: number, kitId: number | null, params: HistoryParams) {
-  const id = parseSensorIdParam(params.sensor_id)
-  const key = id !== null ? null : (params.sensor_key ?? '').trim()
+/** The sensor asked for by id or key; the key is the device kit's first (contract: Kit). */
+async function resolveSensor (runner: Runner, deviceId: number, id: number | null, key: string | null) {
   const [row] = await runner.query<{ id: number, key: string | null, component_id: number | null }>(`
     select s.id, coalesce(ks.key, c.key, s.default_key) as key, c.id as component_id
     from sensors s
     left join components c on c.sensor_id = s.id and c.device_id = $1
-    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = $2
-    where (s.id = $3::int) or ($3::int is null and (ks.key = $4 or s.default_key = $4))
+    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = (select kit_id from devices where id = $1)
+    where (s.id = $2::int) or ($2::int is null and (ks.key = $3 or s.default_key = $3))
     order by (ks.key is not null) desc, (c.id is not null) desc, s.id
-    limit 1`, [deviceId, kitId, id, key])
+    limit 1`, [deviceId, id, key])
   if (row === undefined) throw errors.notFound('Sensor', id ?? key ?? '')
   return row
 }
@@ -87,8 +86,18 @@ async function resolveSensor (runner: Runner, deviceId: number, kitId: number | 
 /**
  * `GET /devices/:id/readings`: the planner serves each bucket from the coarsest stored tier that
  * divides and aligns with it, and raw rows elsewhere; states are merged per bucket and finalized.
+ * The queries start at once, beside the caller's `access` check (the device exists, the viewer may
+ * see it) and beside the sensor's resolution when its id is given: one round trip's wait instead
+ * of three. Nothing is answered before `access` settles, and its error outranks any found here.
  */
-export async function readingsHistory (ctx: HistoryContext, device: { id: number, kitId: number | null }, params: HistoryParams): Promise<HistoryResult> {
+export async function readingsHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams, access: Promise<unknown> = Promise.resolve()): Promise<HistoryResult> {
+  const [checked, answered] = await Promise.allSettled([access, answerHistory(ctx, deviceId, params)])
+  if (checked.status === 'rejected') throw checked.reason
+  if (answered.status === 'rejected') throw answered.reason
+  return answered.value
+}
+
+async function answerHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoryResult> {
   const missing = [params.rollup === undefined || params.rollup.trim() === '' ? 'rollup' : null,
     (params.sensor_id ?? '') === '' && (params.sensor_key ?? '') === '' ? 'sensor_key OR sensor_id' : null].filter((m): m is string => m !== null)
   if (missing.length > 0) throw errors.parameterMissing(missing)
@@ -98,16 +107,28 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   const to = parseTimeParam('to', params.to) ?? ctx.now()
   const from = parseTimeParam('from', params.from) ?? new Date(to.getTime() - DEFAULT_WINDOW_MS)
   if (from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
+  const runner = ctx.runner
+  const askedId = parseSensorIdParam(params.sensor_id)
+  const sensor = resolveSensor(runner, deviceId, askedId, askedId !== null ? null : (params.sensor_key ?? '').trim())
+  // Buckets of a given id are read beside its resolution, which must still find it: a missing
+  // sensor is a 404, whatever the buckets gave.
+  const buckets = (async () => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: askedId ?? (await sensor).id }))()
+  const [resolved, read] = await Promise.allSettled([sensor, buckets])
+  if (resolved.status === 'rejected') throw resolved.reason
+  if (read.status === 'rejected') throw read.reason
+  return {
+    device_id: deviceId, sensor_id: resolved.value.id, sensor_key: resolved.value.key, component_id: resolved.value.component_id,
+    rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: read.value.sampleSize, readings: read.value.readings
+  }
+}
+
+interface Buckets { readings: [string, number | null][], sampleSize: number }
+
+async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }): Promise<Buckets> {
+  const runner = ctx.runner
   // Raw readings have no buckets to fill; their bound is the number of points.
   const allIntervals = !rollup.raw && (params.all_intervals === 'true' || params.all_intervals === '1')
-  const runner = ctx.runner
-  const sensor = await resolveSensor(runner, device.id, device.kitId, params)
   const until = new Date(to.getTime() + 1)
-  const base = { deviceId: device.id, sensorId: sensor.id }
-  const result = (readings: [string, number | null][], sampleSize: number): HistoryResult => ({
-    device_id: device.id, sensor_id: sensor.id, sensor_key: sensor.key, component_id: sensor.component_id,
-    rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: sampleSize, readings
-  })
 
   // The bucket bound applies to what can come back: when the requested range alone exceeds it,
   // the range is clamped to the sensor's data before refusing (the span costs two index probes,
@@ -116,8 +137,8 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
     const count = countBuckets(from, to, rollup)
     if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
   } else if (!rollup.raw && countBuckets(from, to, rollup) > ctx.maxBuckets) {
-    const span = await readingSpan(runner, device.id, sensor.id)
-    if (span.first === null || span.last === null) return result([], 0)
+    const span = await readingSpan(runner, base.deviceId, base.sensorId)
+    if (span.first === null || span.last === null) return { readings: [], sampleSize: 0 }
     const start = span.first > from ? span.first : from
     const end = span.last < to ? span.last : to
     const count = start <= end ? countBuckets(start, end, rollup) : 0
@@ -127,7 +148,7 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
   if (rollup.raw) {
     const points = await rawPoints(runner, { ...base, from, until, limit: ctx.maxBuckets + 1 })
     if (points.length > ctx.maxBuckets) throw tooManyBuckets(points.length, rollup.text, ctx.maxBuckets)
-    return result(points.map((p) => [formatReadingTime(p.recorded_at.getTime()), finalize(stateOf(p.recorded_at.getTime(), p.value), fn)]), points.length)
+    return { readings: points.map((p) => [formatReadingTime(p.recorded_at.getTime()), finalize(stateOf(p.recorded_at.getTime(), p.value), fn)]), sampleSize: points.length }
   }
 
   const sqlBins = rollupSql(rollup)
@@ -180,5 +201,5 @@ export async function readingsHistory (ctx: HistoryContext, device: { id: number
       if (state !== undefined) readings.push([formatReadingTime(starts[i] ?? NaN), finalize(state, fn)])
     }
   }
-  return result(readings, sampleSize)
+  return { readings, sampleSize }
 }

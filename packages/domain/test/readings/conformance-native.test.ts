@@ -42,7 +42,7 @@ t.test('the deviation of 101325 +- 0.01 survives every tier', async (t) => {
   await ingestReadings(ctx, { id: device?.id ?? 0, kitId: null, ownerId: user?.id ?? 0, isPrivate: false, forwardingToken: null }, data)
   const points = values.map((value, i) => ({ at: START + i * 60_000, value }))
   for (const rollup of ['1y', '1d', '1h', '7m']) {
-    const got = await readingsHistory({ runner: postgresRunner(database.sql), now: ctx.now, maxBuckets: 100_000 }, { id: device?.id ?? 0, kitId: null },
+    const got = await readingsHistory({ runner: postgresRunner(database.sql), now: ctx.now, maxBuckets: 100_000 }, device?.id ?? 0,
       { sensor_id: '58', rollup, function: 'dev', from: new Date(START).toISOString(), to: new Date(START + 2000 * 60_000).toISOString() })
     const expected = referenceAggregate(points, parseRollup(rollup), 'dev').reverse()
     t.equal(got.readings.length, expected.length)

@@ -69,7 +69,7 @@ export async function checkConformance (harness: EngineHarness, numRuns: number)
       const points = [...firstWins.values()].filter((e) => e.sensor === sensor && e.at >= from && e.at <= to).map((e) => ({ at: e.at, value: e.value }))
       for (const text of ROLLUPS) {
         for (const fn of rollupFunctions) {
-          const got = await readingsHistory({ runner: harness.runner, now: () => new Date(START + SPAN * 2), maxBuckets: Number.MAX_SAFE_INTEGER }, { id: deviceId, kitId: null },
+          const got = await readingsHistory({ runner: harness.runner, now: () => new Date(START + SPAN * 2), maxBuckets: Number.MAX_SAFE_INTEGER }, deviceId,
             { sensor_id: String(sensor), rollup: text, function: fn, from: new Date(from).toISOString(), to: new Date(to).toISOString() })
           const expected = referenceAggregate(points, parseRollup(text), fn).reverse()
           const label = `device ${deviceId} sensor ${sensor} ${text} ${fn}`

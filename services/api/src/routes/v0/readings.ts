@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { assertCanSee, findDeviceAccess, readingsHistory, rollupFunctions } from '@esp/domain'
+import { assertCanSee, deviceIdParam, errors, findDeviceAccess, readingsHistory, rollupFunctions } from '@esp/domain'
 import { errorResponses } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -44,8 +44,9 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
       response: { 200: History, ...errorResponses(400, 401, 403, 404, 429) }
     }
   }, async (request) => {
-    const device = await findDeviceAccess(ctx.database.sql, request.params.device_id)
-    assertCanSee(request.viewer, device)
-    return await readingsHistory({ runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, { id: device.id, kitId: device.kitId }, request.query)
+    const deviceId = deviceIdParam(request.params.device_id)
+    if (deviceId === null) throw errors.notFound('Device', request.params.device_id)
+    const access = findDeviceAccess(ctx.database.sql, request.params.device_id).then((device) => { assertCanSee(request.viewer, device) })
+    return await readingsHistory({ runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, deviceId, request.query, access)
   })
 }
