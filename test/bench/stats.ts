@@ -42,38 +42,37 @@ export async function runScript<T> (file: string, options: unknown, what: string
 
 const keepAlive = new Agent({ keepAlive: true })
 
+/** A response's body as text. */
+async function text (res: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = []
+  for await (const chunk of res) parts.push(chunk as Buffer)
+  return Buffer.concat(parts).toString()
+}
+
+/** Resolves with the response once it is a 200; anything else is an error naming it. */
+async function ok (method: string, url: string, res: IncomingMessage): Promise<IncomingMessage> {
+  if (res.statusCode === 200) return res
+  throw new Error(`${method} ${url}: ${res.statusCode ?? 0} ${await text(res)}`)
+}
+
 /**
  * GET over node:http on a kept-alive connection; resolves with the response once it is a 200. The
  * bench's client shares the cores, or the very event loop, with the service it measures, and
  * fetch's web streams cost it several times what a plain socket read does.
  */
 export async function httpGet (url: string, headers: Record<string, string> = {}): Promise<IncomingMessage> {
-  return await new Promise<IncomingMessage>((resolve, reject) => {
-    get(url, { agent: keepAlive, headers }, (res) => {
-      if (res.statusCode === 200) { resolve(res); return }
-      let body = ''
-      res.on('data', (chunk: Buffer) => { body += chunk.toString() })
-      res.on('end', () => { reject(new Error(`GET ${url}: ${res.statusCode ?? 0} ${body}`)) })
-    }).on('error', reject)
-  })
+  const res = await new Promise<IncomingMessage>((resolve, reject) => { get(url, { agent: keepAlive, headers }, resolve).on('error', reject) })
+  return await ok('GET', url, res)
 }
 
-/**
- * POSTs `body` over node:http on a kept-alive connection, as httpGet, and resolves with the status
- * and the text of the response. A fleet of simulated devices costs the shared cores a fraction of
- * what fetch would take from the server it measures.
- */
-export async function httpPost (url: string, headers: Record<string, string>, body: string): Promise<{ status: number, text: string }> {
-  return await new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: keepAlive, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const parts: Buffer[] = []
-      res.on('data', (chunk: Buffer) => { parts.push(chunk) })
-      res.on('end', () => { resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }) })
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-    req.end(body)
+/** POSTs `body` as httpGet gets, and resolves with the text of the 200 response. */
+export async function httpPost (url: string, headers: Record<string, string>, body: string): Promise<string> {
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    request(url, { method: 'POST', agent: keepAlive, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, resolve)
+      .on('error', reject)
+      .end(body)
   })
+  return await text(await ok('POST', url, res))
 }
 
 /** Reads a response to its end. */

@@ -1,3 +1,4 @@
+import { COPY_BINARY_HEADER, PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
 import type { ReadingRow, Runner, TimeSeriesEngine } from './engine.js'
 
 export interface WriteResult {
@@ -23,7 +24,7 @@ const readingKey = (r: Pick<ReadingRow, 'deviceId' | 'sensorId' | 'recordedAt'>)
 export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows: ReadingRow[], knownComponents?: KnownComponents): Promise<WriteResult> {
   if (rows.length === 0) return { stored: 0, duplicates: 0, inserted: [] }
   const sorted = [...rows].sort((a, b) => a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.recordedAt.getTime() - b.recordedAt.getTime())
-    .filter((r, i, all) => i === 0 || !sameReading(all[i - 1] as ReadingRow, r))
+    .filter((r, i, all) => !sameReading(r, all[i - 1]))
   // Pairs the caller ensured are skipped; the others are inserted here but not remembered, since
   // this transaction may yet roll back.
   await insertComponents(tx, sorted, knownComponents, false)
@@ -37,8 +38,7 @@ export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows:
   const newest: Date[] = []
   for (let i = 0; i < inserted.length; i++) {
     const r = inserted[i] as ReadingRow
-    const next = inserted[i + 1]
-    if (next !== undefined && next.deviceId === r.deviceId && next.sensorId === r.sensorId) continue
+    if (sameSensor(r, inserted[i + 1])) continue
     if (devices.at(-1) !== r.deviceId) { devices.push(r.deviceId); newest.push(r.recordedAt) } else if (r.recordedAt > (newest.at(-1) as Date)) newest[newest.length - 1] = r.recordedAt
   }
   await tx.query(`
@@ -77,26 +77,29 @@ export async function ensureComponents (runner: Runner, rows: readonly ReadingRo
 
 /** Inserts the pairs `known` lacks; `remember` them only where the insert commits on its own. */
 async function insertComponents (runner: Runner, rows: readonly ReadingRow[], known: KnownComponents | undefined, remember: boolean): Promise<void> {
-  const devices: number[] = []
-  const sensors: number[] = []
   const fresh = new KnownComponents()
-  for (const r of rows) {
-    if (known?.has(r.deviceId, r.sensorId) === true || fresh.has(r.deviceId, r.sensorId)) continue
+  const pairs: [number, number][] = []
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i] as ReadingRow
+    // Rows of one sensor usually follow each other (always once sorted): one lookup a run.
+    if (sameSensor(r, rows[i - 1]) || known?.has(r.deviceId, r.sensorId) === true || fresh.has(r.deviceId, r.sensorId)) continue
     fresh.add(r.deviceId, r.sensorId)
-    devices.push(r.deviceId)
-    sensors.push(r.sensorId)
+    pairs.push([r.deviceId, r.sensorId])
   }
-  if (devices.length === 0) return
+  if (pairs.length === 0) return
   // Sorted, so that concurrent inserts take the index entries in one order.
-  const order = devices.map((_, i) => i).sort((a, b) => (devices[a] as number) - (devices[b] as number) || (sensors[a] as number) - (sensors[b] as number))
+  pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1])
   await runner.query(
     'insert into components (device_id, sensor_id) select * from unnest($1::int[], $2::int[]) on conflict (device_id, sensor_id) do nothing',
-    [order.map((i) => devices[i]), order.map((i) => sensors[i])])
-  if (remember && known !== undefined) for (const i of order) known.add(devices[i] as number, sensors[i] as number)
+    [pairs.map((p) => p[0]), pairs.map((p) => p[1])])
+  if (remember && known !== undefined) for (const [deviceId, sensorId] of pairs) known.add(deviceId, sensorId)
 }
 
-const sameReading = (a: ReadingRow, b: ReadingRow): boolean =>
-  a.deviceId === b.deviceId && a.sensorId === b.sensorId && a.recordedAt.getTime() === b.recordedAt.getTime()
+/** Whether `b` is a reading of the same device and sensor as `a` (a neighbour in a run). */
+const sameSensor = (a: ReadingRow, b: ReadingRow | undefined): boolean =>
+  b !== undefined && a.deviceId === b.deviceId && a.sensorId === b.sensorId
+
+const sameReading = (a: ReadingRow, b: ReadingRow | undefined): boolean => sameSensor(a, b) && a.recordedAt.getTime() === b?.recordedAt.getTime()
 
 const READINGS_COPY_TARGET = 'readings (device_id, sensor_id, recorded_at, value, raw_value)'
 
@@ -132,29 +135,25 @@ async function insertRaw (tx: Runner, sorted: ReadingRow[]): Promise<ReadingRow[
   return sorted.filter((r) => keys.has(readingKey(r)))
 }
 
-/** Microseconds from the Unix epoch to PostgreSQL's (2000-01-01), the origin of binary timestamps. */
-const PG_EPOCH_US = 946_684_800_000_000
-const HEADER = Buffer.from('PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0', 'latin1')
 const ROW_BYTES = 2 + (4 + 4) * 2 + (4 + 8) * 3
 
 /**
- * Rows in COPY's binary format (https://www.postgresql.org/docs/current/sql-copy.html#SQL-COPY-BINARY-FORMAT):
- * a header, per row a field count and each field as its length and network-order bytes, a -1 trailer.
- * Timestamps are int64 microseconds since 2000, written as two 32-bit halves so that no BigInt is
- * made per row (exact: the microseconds of any time the platform takes stay below 2^53).
+ * Rows in COPY's binary format: the header, per row a field count and each field as its length
+ * and network-order bytes, a -1 trailer. Timestamps are int64 microseconds since 2000, exact in
+ * two halves: the microseconds of any time the platform takes stay below 2^53.
  */
-export function binaryReadings (rows: readonly ReadingRow[]): Buffer {
-  const buffer = Buffer.allocUnsafe(HEADER.length + rows.length * ROW_BYTES + 2)
-  HEADER.copy(buffer, 0)
+function binaryReadings (rows: readonly ReadingRow[]): Buffer {
+  const buffer = Buffer.allocUnsafe(COPY_BINARY_HEADER.length + rows.length * ROW_BYTES + 2)
+  COPY_BINARY_HEADER.copy(buffer, 0)
   const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength)
-  let o = HEADER.length
+  let o = COPY_BINARY_HEADER.length
   for (const r of rows) {
-    const us = r.recordedAt.getTime() * 1000 - PG_EPOCH_US
-    const high = Math.floor(us / 4_294_967_296)
+    const us = (r.recordedAt.getTime() - PG_EPOCH_MS) * 1000
+    const high = Math.floor(us / TWO_32)
     view.setInt16(o, 5); o += 2
     view.setInt32(o, 4); view.setInt32(o + 4, r.deviceId); o += 8
     view.setInt32(o, 4); view.setInt32(o + 4, r.sensorId); o += 8
-    view.setInt32(o, 8); view.setInt32(o + 4, high); view.setUint32(o + 8, us - high * 4_294_967_296); o += 12
+    view.setInt32(o, 8); view.setInt32(o + 4, high); view.setUint32(o + 8, us - high * TWO_32); o += 12
     view.setInt32(o, 8); view.setFloat64(o + 4, r.value); o += 12
     view.setInt32(o, 8); view.setFloat64(o + 4, r.rawValue); o += 12
   }
@@ -174,10 +173,9 @@ async function moveLatest (tx: Runner, inserted: ReadingRow[]): Promise<void> {
   const entries: { newest: ReadingRow, second: ReadingRow | undefined }[] = []
   for (let i = 0; i < inserted.length; i++) {
     const row = inserted[i] as ReadingRow
-    const next = inserted[i + 1]
-    if (next !== undefined && next.deviceId === row.deviceId && next.sensorId === row.sensorId) continue
+    if (sameSensor(row, inserted[i + 1])) continue
     const previous = inserted[i - 1]
-    entries.push({ newest: row, second: previous !== undefined && previous.deviceId === row.deviceId && previous.sensorId === row.sensorId ? previous : undefined })
+    entries.push({ newest: row, second: sameSensor(row, previous) ? previous : undefined })
   }
   await tx.query(`
     insert into latest_readings as l (device_id, sensor_id, recorded_at, value, raw_value, prev_recorded_at, prev_value, prev_raw_value)

@@ -59,9 +59,10 @@ async function accessRows (sql: Sql, by: { id: number } | { tokens: string[] } |
 export const deviceIdParam = (id: string): number | null => /^\d{1,9}$/.test(id) ? Number(id) : null
 
 export async function findDeviceAccess (sql: Sql, id: string): Promise<DeviceAccess> {
-  if (deviceIdParam(id) === null) throw errors.notFound('Device', id)
-  const [row] = await accessRows(sql, { id: Number(id) })
-  if (row === undefined) throw errors.notFound('Device', Number(id))
+  const deviceId = deviceIdParam(id)
+  if (deviceId === null) throw errors.notFound('Device', id)
+  const [row] = await accessRows(sql, { id: deviceId })
+  if (row === undefined) throw errors.notFound('Device', deviceId)
   return asAccess(row)
 }
 

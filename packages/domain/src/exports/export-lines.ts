@@ -1,11 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream'
 import { writeReadingTime } from '../time.js'
+import { COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32 } from '@esp/db'
 import type { ExportFormat } from './copy-sql.js'
 
-/** PostgreSQL counts timestamps in microseconds from 2000-01-01 UTC. */
-const PG_EPOCH_MS = 946_684_800_000
-const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
-const TWO_32 = 4_294_967_296
 /** the smallest and largest binary rows (a null value, a float8) and the longest line one row can make */
 const MIN_ROW = 26
 const MAX_ROW = 34
@@ -62,7 +59,7 @@ export class ExportLines extends Transform {
         this.pending = null
       }
       if (buf.length < 19) { this.pending = buf; callback(); return }
-      if (!buf.subarray(0, 11).equals(SIGNATURE)) { callback(new Error('not a binary COPY stream')); return }
+      if (!buf.subarray(0, 11).equals(COPY_BINARY_SIGNATURE)) { callback(new Error('not a binary COPY stream')); return }
       const headerEnd = 19 + buf.readInt32BE(15)
       if (buf.length < headerEnd) { this.pending = buf; callback(); return }
       at = headerEnd

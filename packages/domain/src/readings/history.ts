@@ -91,10 +91,19 @@ async function resolveSensor (runner: Runner, deviceId: number, id: number | nul
  * of three. Nothing is answered before `access` settles, and its error outranks any found here.
  */
 export async function readingsHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams, access: Promise<unknown> = Promise.resolve()): Promise<HistoryResult> {
-  const [checked, answered] = await Promise.allSettled([access, answerHistory(ctx, deviceId, params)])
-  if (checked.status === 'rejected') throw checked.reason
-  if (answered.status === 'rejected') throw answered.reason
-  return answered.value
+  const [, answer] = await inOrderOfPrecedence(access, answerHistory(ctx, deviceId, params))
+  return answer
+}
+
+/**
+ * Both values once both promises settle; otherwise the first one's error, then the second's,
+ * whichever failed first in time: work started side by side still answers as if done in order.
+ */
+async function inOrderOfPrecedence<A, B> (first: Promise<A>, second: Promise<B>): Promise<[A, B]> {
+  const [a, b] = await Promise.allSettled([first, second])
+  if (a.status === 'rejected') throw a.reason
+  if (b.status === 'rejected') throw b.reason
+  return [a.value, b.value]
 }
 
 async function answerHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoryResult> {
@@ -113,12 +122,10 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
   // Buckets of a given id are read beside its resolution, which must still find it: a missing
   // sensor is a 404, whatever the buckets gave.
   const buckets = (async () => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: askedId ?? (await sensor).id }))()
-  const [resolved, read] = await Promise.allSettled([sensor, buckets])
-  if (resolved.status === 'rejected') throw resolved.reason
-  if (read.status === 'rejected') throw read.reason
+  const [resolved, read] = await inOrderOfPrecedence(sensor, buckets)
   return {
-    device_id: deviceId, sensor_id: resolved.value.id, sensor_key: resolved.value.key, component_id: resolved.value.component_id,
-    rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: read.value.sampleSize, readings: read.value.readings
+    device_id: deviceId, sensor_id: resolved.id, sensor_key: resolved.key, component_id: resolved.component_id,
+    rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: read.sampleSize, readings: read.readings
   }
 }
 
