@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
 import postgres from 'postgres'
 import { copyOut } from '@esp/db'
@@ -98,4 +99,63 @@ t.test('a COPY FROM STDIN the server rejects after the last byte settles with it
   })
   const [after] = await sql<{ n: number }[]>`select count(*)::int as n from copied_once`
   t.equal(after?.n, 1002, 'a savepoint survives the failed COPY, and the same connection copies again')
+})
+
+/**
+ * A proxy between postgres.js and the server that hands the server's bytes on in the pieces
+ * `cut` chooses, each in a read of its own: COPY's messages then end at every offset of a read,
+ * as they do by chance on a busy machine.
+ */
+async function rechunkingProxy (t: { teardown: (fn: () => unknown) => void }, url: string, cut: () => number): Promise<string> {
+  const target = new URL(url)
+  const sockets = new Set<Socket>()
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname)
+    sockets.add(client).add(upstream)
+    client.setNoDelay(true)
+    client.pipe(upstream)
+    let queue = Promise.resolve()
+    upstream.on('data', (data: Buffer) => {
+      upstream.pause()
+      queue = queue.then(async () => {
+        for (let at = 0; at < data.length;) {
+          const end = Math.min(data.length, at + cut())
+          await new Promise<void>((resolve) => { client.write(data.subarray(at, end), () => { setImmediate(resolve) }) })
+          at = end
+        }
+        upstream.resume()
+      })
+    })
+    upstream.on('end', () => { void queue.then(() => client.end()) })
+    for (const s of [client, upstream]) s.on('error', () => { client.destroy(); upstream.destroy() })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(async () => {
+    for (const s of sockets) s.destroy()
+    await new Promise((resolve) => server.close(resolve))
+  })
+  const proxied = new URL(url)
+  proxied.port = String((server.address() as AddressInfo).port)
+  return proxied.toString()
+}
+
+t.test('copyOut: rows cut at every offset of a read, long rows among them, arrive whole and in order', async (t) => {
+  const { url } = await createTestDatabase(t)
+  // Short rows of every length and, every 250th, one longer than a socket read.
+  const text = (g: number): string => `${g}\t${'y'.repeat(g % 250 === 0 ? 70_000 + g : g % 40)}\n`
+  const copyText = (rows: number): string => `copy (select g, repeat('y', case when g % 250 = 0 then 70000 + g else g % 40 end) from generate_series(1, ${rows}) g) to stdout`
+  const want = (rows: number): string => Array.from({ length: rows }, (_, i) => text(i + 1)).join('')
+  const random = (() => { let s = 42; return (): number => { s = (s * 1_103_515_245 + 12_345) % 2 ** 31; return s } })()
+  const cases = [['1 to 9 bytes', 249, () => 1 + random() % 9], ['1 to 300 bytes', 1_000, () => 1 + random() % 300], ['1 to 90 000 bytes', 3_000, () => 1 + random() % 90_000]] as const
+  for (const [name, rows, cut] of cases) {
+    const copy = await copyOut(await rechunkingProxy(t, url, cut), copyText(rows))
+    const out = await readAll(copy.stream)
+    await copy.closed
+    t.ok(out.text === want(rows), `${rows} rows in pieces of ${name}: every row, unchanged`)
+  }
+  const sql = postgres(await rechunkingProxy(t, url, () => 1 + random() % 7), { max: 1, onnotice: () => {} })
+  t.teardown(async () => { await sql.end({ timeout: 5 }) })
+  const out = await readAll(await sql.unsafe(copyText(500)).readable())
+  t.ok(out.text === want(500), 'a pooled connection, pieces of 1 to 7 bytes, two long rows among them')
+  t.same(await sql`select 1 as one`, [{ one: 1 }], 'and it answers the next query')
 })

@@ -44,39 +44,5 @@ function formatNewDay (ms: number): string {
 const pad2 = (n: number): string => n < 10 ? `0${n}` : String(n)
 const pad3 = (n: number): string => n < 10 ? `00${n}` : n < 100 ? `0${n}` : String(n)
 
-/**
- * formatReadingTime written as ASCII bytes into `out` at `at`, returning the next offset: exports
- * write millions, and building a string for each only to copy it would be most of their garbage.
- */
-export function writeReadingTime (out: Uint8Array, at: number, ms: number): number {
-  const into = ms - cachedDay
-  if (!(into >= 0 && into < DAY_MS)) {
-    const text = formatNewDay(ms)
-    for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i)
-    return at + text.length
-  }
-  let n = at
-  for (let i = 0; i < 11; i++) out[n++] = cachedDayPrefix.charCodeAt(i)
-  const seconds = Math.floor(into / 1000)
-  const fraction = into - seconds * 1000
-  n = digits(out, n, Math.floor(seconds / 3600), 2)
-  out[n++] = 0x3a // :
-  n = digits(out, n, Math.floor(seconds / 60) % 60, 2)
-  out[n++] = 0x3a
-  n = digits(out, n, seconds % 60, 2)
-  if (fraction !== 0) {
-    out[n++] = 0x2e // .
-    n = digits(out, n, fraction, 3)
-  }
-  out[n++] = 0x5a // Z
-  return n
-}
-
-/** `value` as exactly `width` decimal digits (it is known to fit). */
-function digits (out: Uint8Array, at: number, value: number, width: number): number {
-  for (let i = width - 1, v = value; i >= 0; i--, v = Math.floor(v / 10)) out[at + i] = 0x30 + (v % 10)
-  return at + width
-}
-
 export type Clock = () => Date
 export const systemClock: Clock = () => new Date()

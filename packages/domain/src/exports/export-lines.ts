@@ -1,23 +1,37 @@
 import { Transform, type TransformCallback } from 'node:stream'
-import { writeReadingTime } from '../time.js'
+import { formatReadingTime } from '../time.js'
 import { COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32 } from '@esp/db'
 import type { ExportFormat } from './copy-sql.js'
 
-/** the smallest and largest binary rows (a null value, a float8) and the longest line one row can make */
-const MIN_ROW = 26
+/** the largest binary row (with a float8) and the longest line one row can make */
 const MAX_ROW = 34
 const MAX_LINE = 128
-/** slots of the value-text cache, a power of two */
+/** the size of an output buffer */
+const OUT_BYTES = 65_536
+/** slots of the value-text cache (in pairs), a power of two, and the bytes each holds (no double prints longer than 25) */
 const VALUE_SLOTS = 16_384
+const VALUE_BYTES = 32
+const SLOT_SHIFT = 32 - Math.log2(VALUE_SLOTS)
+const DAY_MS = 86_400_000
+/** `00` to `99`, two ASCII digits each */
+const TWO_DIGITS = Uint8Array.from({ length: 200 }, (_, i) => 0x30 + (i % 2 === 0 ? Math.floor(i / 20) : (i >> 1) % 10))
 
 /**
- * Copies a short ASCII string into `out` at `at`, returning the next offset. A loop the JIT inlines
- * is several times cheaper than Buffer#write for strings of a few characters.
+ * Copies `length` bytes of `from` at `start` into `out` at `at`, returning the next offset. For the
+ * few bytes of a field, a loop the JIT inlines is several times cheaper than a native copy.
  */
-function ascii (out: Buffer, at: number, text: string): number {
+function bytes (out: Uint8Array, at: number, from: Uint8Array, start: number, length: number): number {
+  for (let i = 0; i < length; i++) out[at + i] = from[start + i] as number
+  return at + length
+}
+
+/** Copies a short ASCII string into `out` at `at`, returning the next offset. */
+function ascii (out: Uint8Array, at: number, text: string): number {
   for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i)
   return at + text.length
 }
+
+const latin1 = (text: string): Uint8Array => Buffer.from(text, 'latin1')
 
 export const EXPORT_CSV_HEADER = 'recorded_at,sensor_id,value\n'
 
@@ -25,28 +39,45 @@ export const EXPORT_CSV_HEADER = 'recorded_at,sensor_id,value\n'
  * Turns a binary `COPY` of (recorded_at timestamptz, sensor_id int4, value float8) rows into the
  * export's CSV or NDJSON lines. PostgreSQL sends binary values with no formatting at all, so the
  * database side of an export costs what the scan costs, and the text is built here, on the other
- * core. Lines are ASCII, one chunk out per chunk in, and a row cut between two chunks waits for the
- * rest. Values print as JavaScript prints numbers, the same shortest form the JSON API returns.
+ * core. Lines are ASCII, and a row cut between two chunks waits for the rest. Values print as
+ * JavaScript prints numbers, the same shortest form the JSON API returns, and times as
+ * formatReadingTime prints them.
+ *
+ * A line is made of byte runs that change rarely, kept ready: the line's head up to the day (a new
+ * day every 1440 rows of 1-minute data), the clock, and what joins the time to the value, which names
+ * the sensor (rows come by sensor). Only the clock's digits and the value are new on most rows.
  */
 export class ExportLines extends Transform {
   private readonly ndjson: boolean
   private pending: Buffer | null = null
   private headerRead = false
   private ended = false
-  private scratch = Buffer.alloc(0)
-  private sensor = -1
-  private sensorText = ''
-  /** bytes of lines in `scratch` for the chunk being transformed */
+  /** the buffer lines are written into, how far, and how much of it has been pushed */
+  private out = Buffer.alloc(0)
   private written = 0
+  private pushed = 0
+  /** the day whose head is kept: [dayStart, dayStart + DAY_MS) in epoch ms */
+  private dayStart = Number.NaN
+  private dayHead: Uint8Array = new Uint8Array(0)
+  private readonly lineHead: string
+  private sensor = Number.NaN
+  /** `Z` and what follows the time up to the value, for `sensor` */
+  private join: Uint8Array = new Uint8Array(0)
+  private readonly lineEnd: Uint8Array
   // Number-to-text is the dearest step of a line (about 140 ns a value). Sensors report in steps
-  // (0.01 °C, whole µg/m³), so a year of one sensor holds a few thousand distinct values: a
-  // direct-mapped cache, indexed by the value's own bits, turns most of them into a lookup.
+  // (0.01 °C, whole µg/m³), so a year of one sensor holds a few thousand distinct values: a cache
+  // of pairs of slots, indexed by a hash of the value's bits, turns most of them into a copy of bytes.
   private readonly valueKeys = new Float64Array(VALUE_SLOTS).fill(NaN)
-  private readonly valueTexts: string[] = new Array<string>(VALUE_SLOTS).fill('')
+  private readonly valueLengths = new Uint8Array(VALUE_SLOTS)
+  private readonly valueBytes = new Uint8Array(VALUE_SLOTS * VALUE_BYTES)
+  private readonly nullValue: Uint8Array
 
   constructor (format: ExportFormat) {
     super()
     this.ndjson = format === 'ndjson'
+    this.lineHead = this.ndjson ? '{"recorded_at":"' : ''
+    this.lineEnd = latin1(this.ndjson ? '}\n' : '\n')
+    this.nullValue = latin1(this.ndjson ? 'null' : '')
     if (!this.ndjson) this.push(EXPORT_CSV_HEADER)
   }
 
@@ -65,25 +96,18 @@ export class ExportLines extends Transform {
       at = headerEnd
       this.headerRead = true
     }
-    // Written straight into one reused buffer and copied out once per chunk: no string per line,
-    // so a long export makes little garbage (the young generation would otherwise grow with it).
-    const most = (Math.ceil((buf.length - at) / MIN_ROW) + 1) * MAX_LINE
-    if (this.scratch.length < most) this.scratch = Buffer.allocUnsafeSlow(most)
-    this.written = 0
     try {
       if (this.pending !== null) {
         // The row cut at the end of the last chunk is completed from the head of this one, so the
         // chunk itself is never copied.
         const pending = this.pending
         this.pending = null
-        const joined = Buffer.concat([pending, chunk.subarray(0, MAX_ROW)])
-        const used = this.lines(joined, 0)
+        const used = this.lines(Buffer.concat([pending, chunk.subarray(0, MAX_ROW)]), 0)
         if (used >= pending.length) {
           at = used - pending.length
         } else {
           buf = Buffer.concat([pending, chunk])
           at = 0
-          this.written = 0
         }
       }
       at = this.lines(buf, at)
@@ -92,70 +116,119 @@ export class ExportLines extends Transform {
       return
     }
     if (at < buf.length && !this.ended) this.pending = buf.subarray(at)
-    callback(null, this.written === 0 ? undefined : Buffer.from(this.scratch.subarray(0, this.written)))
+    this.pushLines()
+    callback()
   }
 
-  /** Writes the lines of the complete rows of `buf` from `at` into the scratch buffer; returns where the rows stop. */
+  /** Pushes the lines written since the last push: a view, never a copy, of the output buffer. */
+  private pushLines (): void {
+    if (this.written > this.pushed) this.push(this.out.subarray(this.pushed, this.written))
+    this.pushed = this.written
+  }
+
+  /** Writes the lines of the complete rows of `buf` from `at` into the output buffer; returns where the rows stop. */
   private lines (buf: Buffer, from: number): number {
-    const out = this.scratch
-    const ndjson = this.ndjson
+    const view = new DataView(buf.buffer, buf.byteOffset, buf.length)
+    let out = this.out
     let n = this.written
     let at = from
     while (!this.ended && at + 2 <= buf.length) {
-      const fields = buf.readInt16BE(at)
+      const fields = view.getInt16(at)
       if (fields === -1) { this.ended = true; at += 2; break }
       if (fields !== 3) throw new Error(`an export row has ${fields} fields, not 3`)
       // A complete row: 2 + (4 + 8) + (4 + 4) + (4 + 8), or 8 bytes less with a null value.
       if (at + 26 > buf.length) break
-      const valueLength = buf.readInt32BE(at + 22)
+      const valueLength = view.getInt32(at + 22)
       const rowEnd = at + 26 + (valueLength === -1 ? 0 : valueLength)
       if (rowEnd > buf.length) break
-      if (buf.readInt32BE(at + 2) !== 8 || buf.readInt32BE(at + 14) !== 4 || (valueLength !== 8 && valueLength !== -1)) {
+      if (view.getInt32(at + 2) !== 8 || view.getInt32(at + 14) !== 4 || (valueLength !== 8 && valueLength !== -1)) {
         throw new Error('an export row is not (timestamptz, int4, float8)')
       }
-      const micros = buf.readInt32BE(at + 6) * TWO_32 + buf.readUInt32BE(at + 10)
-      const sensor = buf.readInt32BE(at + 18)
-      if (sensor !== this.sensor) {
-        this.sensor = sensor
-        this.sensorText = String(sensor)
+      if (n > out.length - MAX_LINE) {
+        // Lines are written straight into buffers that are handed on as they are: no string per
+        // line and no copy, so a long export makes little garbage. A full one is pushed and a new
+        // one taken, small enough for the allocator to recycle freed ones.
+        this.written = n
+        this.pushLines()
+        out = this.out = Buffer.allocUnsafeSlow(OUT_BYTES)
+        n = this.written = this.pushed = 0
       }
-      let valueText: string
+      const ms = Math.floor((view.getInt32(at + 6) * TWO_32 + view.getUint32(at + 10)) / 1000) + PG_EPOCH_MS
+      const sensor = view.getInt32(at + 18)
+      if (sensor !== this.sensor) this.sensorChanged(sensor)
+      n = this.time(out, n, ms)
+      n = bytes(out, n, this.join, 0, this.join.length)
       if (valueLength === -1) {
-        valueText = ndjson ? 'null' : ''
+        n = bytes(out, n, this.nullValue, 0, this.nullValue.length)
       } else {
-        const value = buf.readDoubleBE(at + 26)
-        const hi = buf.readUInt32BE(at + 26)
-        const slot = (buf.readUInt32BE(at + 30) ^ hi ^ (hi >>> 13)) & (VALUE_SLOTS - 1)
-        if (this.valueKeys[slot] === value) {
-          valueText = this.valueTexts[slot] ?? String(value)
-        } else {
-          // JSON has no NaN or Infinity; CSV writes them as PostgreSQL would. NaN never hits.
-          valueText = ndjson && !Number.isFinite(value) ? 'null' : String(value)
-          this.valueKeys[slot] = value
-          this.valueTexts[slot] = valueText
-        }
+        const hi = view.getUint32(at + 26)
+        let slot = (Math.imul(view.getUint32(at + 30) ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> SLOT_SHIFT) & ~1
+        const value = view.getFloat64(at + 26)
+        if (this.valueKeys[slot] !== value) slot = this.valueKeys[slot + 1] === value ? slot + 1 : this.cacheValue(slot, value)
+        n = bytes(out, n, this.valueBytes, slot * VALUE_BYTES, this.valueLengths[slot] as number)
       }
-      const ms = Math.floor(micros / 1000) + PG_EPOCH_MS
-      if (ndjson) {
-        n = ascii(out, n, '{"recorded_at":"')
-        n = writeReadingTime(out, n, ms)
-        n = ascii(out, n, '","sensor_id":')
-        n = ascii(out, n, this.sensorText)
-        n = ascii(out, n, ',"value":')
-        n = ascii(out, n, valueText)
-        out[n++] = 0x7d // }
-      } else {
-        n = writeReadingTime(out, n, ms)
-        out[n++] = 0x2c // ,
-        n = ascii(out, n, this.sensorText)
-        out[n++] = 0x2c
-        n = ascii(out, n, valueText)
-      }
-      out[n++] = 0x0a // \n
+      n = bytes(out, n, this.lineEnd, 0, this.lineEnd.length)
       at = rowEnd
     }
     this.written = n
     return at
+  }
+
+  /** Writes the line's head and time up to the `Z`, which `join` carries. */
+  private time (out: Uint8Array, at: number, ms: number): number {
+    let into = ms - this.dayStart
+    if (!(into >= 0 && into < DAY_MS)) {
+      const text = formatReadingTime(ms)
+      // Years outside 0000-9999 print with a sign and six digits: no day is kept for them.
+      if (text.length > 24 || text[10] !== 'T') return ascii(out, at, this.lineHead + text.slice(0, -1))
+      this.dayStart = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS)
+      this.dayHead = latin1(this.lineHead + text.slice(0, 11))
+      into = ms - this.dayStart
+    }
+    let n = bytes(out, at, this.dayHead, 0, this.dayHead.length)
+    const seconds = Math.floor(into / 1000)
+    const fraction = into - seconds * 1000
+    const hours = Math.floor(seconds / 3600)
+    const minutes = Math.floor(seconds / 60) - hours * 60
+    const secs = seconds - Math.floor(seconds / 60) * 60
+    out[n] = TWO_DIGITS[hours * 2] as number
+    out[n + 1] = TWO_DIGITS[hours * 2 + 1] as number
+    out[n + 2] = 0x3a // :
+    out[n + 3] = TWO_DIGITS[minutes * 2] as number
+    out[n + 4] = TWO_DIGITS[minutes * 2 + 1] as number
+    out[n + 5] = 0x3a
+    out[n + 6] = TWO_DIGITS[secs * 2] as number
+    out[n + 7] = TWO_DIGITS[secs * 2 + 1] as number
+    n += 8
+    if (fraction !== 0) {
+      out[n] = 0x2e // .
+      out[n + 1] = 0x30 + Math.floor(fraction / 100)
+      out[n + 2] = TWO_DIGITS[(fraction % 100) * 2] as number
+      out[n + 3] = TWO_DIGITS[(fraction % 100) * 2 + 1] as number
+      n += 4
+    }
+    return n
+  }
+
+  private sensorChanged (sensor: number): void {
+    this.sensor = sensor
+    this.join = latin1(this.ndjson ? `Z","sensor_id":${sensor},"value":` : `Z,${sensor},`)
+  }
+
+  /**
+   * Puts `value`'s text in the first slot of its pair, `slot`, and returns it. The pair's first
+   * slot moves to the second: with one slot a value, two values that hash alike and alternate
+   * (a year of a sine in 0.01 steps does) missed on every turn.
+   */
+  private cacheValue (slot: number, value: number): number {
+    this.valueKeys[slot + 1] = this.valueKeys[slot] as number
+    this.valueLengths[slot + 1] = this.valueLengths[slot] as number
+    this.valueBytes.copyWithin((slot + 1) * VALUE_BYTES, slot * VALUE_BYTES, (slot + 1) * VALUE_BYTES)
+    // JSON has no NaN or Infinity; CSV writes them as PostgreSQL would. NaN never hits.
+    const text = this.ndjson && !Number.isFinite(value) ? 'null' : String(value)
+    this.valueKeys[slot] = value
+    this.valueLengths[slot] = ascii(this.valueBytes, slot * VALUE_BYTES, text) - slot * VALUE_BYTES
+    return slot
   }
 
   override _flush (callback: TransformCallback): void {

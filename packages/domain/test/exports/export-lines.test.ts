@@ -5,7 +5,7 @@ import fc from 'fast-check'
 import { copyOut } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 import { ExportLines } from '../../src/exports/export-lines.js'
-import { formatReadingTime, writeReadingTime } from '../../src/time.js'
+import { formatReadingTime } from '../../src/time.js'
 
 /** The contract's form built the slow, obvious way: what the fast formatters must agree with. */
 function expectedTime (ms: number): string {
@@ -20,12 +20,9 @@ const anyInstant = fc.oneof(
   fc.integer({ min: -5_000, max: 5_000 }).map((d) => Date.UTC(2000, 0, 1) + d)
 )
 
-t.test('formatReadingTime and writeReadingTime agree with toISOString, milliseconds only when present', async (t) => {
-  const out = Buffer.alloc(64)
+t.test('formatReadingTime agrees with toISOString, milliseconds only when present', async (t) => {
   fc.assert(fc.property(fc.oneof(anyInstant, fc.integer({ min: -8.64e15, max: 8.64e15 })), (ms) => {
-    const text = formatReadingTime(ms)
-    const end = writeReadingTime(out, 3, ms)
-    return text === expectedTime(ms) && out.toString('latin1', 3, end) === text
+    return formatReadingTime(ms) === expectedTime(ms)
   }), { numRuns: 20_000 })
   t.equal(formatReadingTime(Date.UTC(2026, 10, 1, 7, 5, 9)), '2026-11-01T07:05:09Z')
   t.equal(formatReadingTime(Date.UTC(2026, 10, 1, 7, 5, 9, 40)), '2026-11-01T07:05:09.040Z')
@@ -41,6 +38,10 @@ t.test('ExportLines turns PostgreSQL\'s binary COPY into the export lines, howev
     value: fc.option(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer({ min: -1000, max: 1000 }).map((v) => v / 100)), { nil: null })
   }), { numRuns: 3000, seed: 7 })
   await sql`insert into export_rows select * from unnest(${rows.map((r) => new Date(r.at).toISOString())}::text[]::timestamptz[], ${rows.map((r) => r.sensor)}::int[], ${rows.map((r) => r.value)}::float8[])`
+  // Years outside 0000-9999 print in the long ISO form, with no day kept for them; the last
+  // minute of 9999 and the first of 10000 follow each other.
+  const extremes = [Date.UTC(9999, 11, 31, 23, 59), Date.UTC(10000, 0, 1), Date.UTC(10000, 0, 1, 0, 0, 0, 500), Date.UTC(-1, 0, 1)]
+  await sql`insert into export_rows select to_timestamp(ms / 1000.0), 5, 1.5 from unnest(${extremes}::float8[]) as ms`
   const ordered = await sql<{ ms: string, sensor_id: number, value: number | null }[]>`
     select (extract(epoch from recorded_at) * 1000)::int8::text as ms, sensor_id, value from export_rows order by sensor_id, recorded_at`
   const csv = ['recorded_at,sensor_id,value', ...ordered.map((r) => `${expectedTime(Number(r.ms))},${r.sensor_id},${r.value === null ? '' : String(r.value)}`)].join('\n') + '\n'
