@@ -20,8 +20,7 @@ let cachedDayPrefix = ''
  * A reading's time from epoch milliseconds: the contract's form, with milliseconds only when the
  * reading has them (sub-second rollups, readings posted with them), or distinct times would print
  * as the same second. Exports format millions of times a day apart by minutes, so the date part
- * (`YYYY-MM-DDT`) of the last day seen is kept and only the clock time is built; another day costs
- * one toISOString, as it always did.
+ * (`YYYY-MM-DDT`) of the last day seen is kept and only the clock time is built.
  */
 export function formatReadingTime (ms: number): string {
   const into = ms - cachedDay
@@ -32,13 +31,35 @@ export function formatReadingTime (ms: number): string {
   return fraction === 0 ? `${clock}Z` : `${clock}.${pad3(fraction)}Z`
 }
 
+/** 0000-01-01 and 10000-01-01 in epoch milliseconds: the years the contract's form prints with four digits */
+const FOUR_DIGIT_YEARS_FROM = -62_167_219_200_000
+const FOUR_DIGIT_YEARS_UNTIL = 253_402_300_800_000
+
 function formatNewDay (ms: number): string {
-  const iso = new Date(ms).toISOString()
   // Years outside 0000-9999 print with a sign and six digits: no day is kept for them.
-  if (iso.length !== 24) return iso
-  cachedDay = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS)
-  cachedDayPrefix = iso.slice(0, 11)
-  return ms % 1000 === 0 ? `${iso.slice(0, 19)}Z` : iso
+  if (!(ms >= FOUR_DIGIT_YEARS_FROM && ms < FOUR_DIGIT_YEARS_UNTIL)) return new Date(ms).toISOString()
+  const day = Math.floor(ms / DAY_MS)
+  cachedDay = day * DAY_MS
+  cachedDayPrefix = datePrefix(day)
+  return formatReadingTime(ms)
+}
+
+/**
+ * `YYYY-MM-DDT` of a day counted from 1970-01-01, by the proleptic Gregorian calendar as
+ * toISOString prints it (H. Hinnant's civil_from_days): a year of daily buckets is 365 new days,
+ * and a Date and its toISOString for each was a tenth of such a request.
+ */
+function datePrefix (day: number): string {
+  const z = day + 719_468
+  const era = Math.floor(z / 146_097)
+  const dayOfEra = z - era * 146_097
+  const yearOfEra = Math.floor((dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365)
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100))
+  const shiftedMonth = Math.floor((5 * dayOfYear + 2) / 153)
+  const dayOfMonth = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1
+  const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+  return `${String(year).padStart(4, '0')}-${pad2(month)}-${pad2(dayOfMonth)}T`
 }
 
 const pad2 = (n: number): string => n < 10 ? `0${n}` : String(n)

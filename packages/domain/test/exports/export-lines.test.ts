@@ -21,9 +21,14 @@ const anyInstant = fc.oneof(
 )
 
 t.test('formatReadingTime agrees with toISOString, milliseconds only when present', async (t) => {
-  fc.assert(fc.property(fc.oneof(anyInstant, fc.integer({ min: -8.64e15, max: 8.64e15 })), (ms) => {
+  fc.assert(fc.property(fc.oneof(anyInstant, fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.integer({ min: -62_167_219_200_000, max: 253_402_300_800_000 })), (ms) => {
     return formatReadingTime(ms) === expectedTime(ms)
   }), { numRuns: 20_000 })
+  // The ends of the four-digit years, leap days and the century rules, each after another day.
+  for (const ms of [-62_167_219_200_000, -62_167_219_200_001, 253_402_300_799_999, 253_402_300_800_000, Date.UTC(2000, 1, 29, 12), Date.UTC(1900, 2, 1), Date.UTC(2100, 1, 28, 23, 59), Date.UTC(2100, 2, 1), Date.UTC(1600, 1, 29), Date.UTC(1969, 11, 31, 23, 59, 59, 999)]) {
+    formatReadingTime(ms + 3 * 86_400_000)
+    t.equal(formatReadingTime(ms), expectedTime(ms))
+  }
   t.equal(formatReadingTime(Date.UTC(2026, 10, 1, 7, 5, 9)), '2026-11-01T07:05:09Z')
   t.equal(formatReadingTime(Date.UTC(2026, 10, 1, 7, 5, 9, 40)), '2026-11-01T07:05:09.040Z')
 })
