@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { apiService } from '@esp/api'
-import { createDatabase, type Database, migrateDatabase, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
+import { createDatabase, type Database, dropDatabase, migrateDatabase, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
 import { systemClock } from '@esp/domain'
 import { buildServer } from '@esp/http'
 import { exporterService } from '@esp/exporter'
@@ -72,6 +72,8 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
     close: async () => {
       await app.close()
       await database.close()
+      // On a server of one's own, the bench's database (gigabytes after the rollups case) goes too.
+      if (externalUrl !== undefined && externalUrl !== '') await dropDatabase(externalUrl, name)
       await stop?.()
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
     }

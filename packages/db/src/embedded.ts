@@ -92,6 +92,16 @@ export async function ensureDatabase (adminUrl: string, database: string): Promi
   }
 }
 
+/** Drops `database` if it exists, closing its sessions (PostgreSQL 13+). */
+export async function dropDatabase (adminUrl: string, database: string): Promise<void> {
+  const sql = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  try {
+    await sql.unsafe(`drop database if exists "${database.replace(/"/g, '""')}" with (force)`)
+  } finally {
+    await sql.end()
+  }
+}
+
 async function clusterSecrets (root: string): Promise<ClusterSecrets> {
   const file = path.join(root, 'pg-secrets.json')
   if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as ClusterSecrets

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { createDatabase, type Database } from '../client.js'
+import { dropDatabase } from '../embedded.js'
 
 /** What scripts/run-tests.ts hands every test process. */
 export const TEST_ENV = { adminUrl: 'ESP_TEST_ADMIN_URL', template: 'ESP_TEST_TEMPLATE' } as const
@@ -38,12 +39,7 @@ export async function createTestDatabase (t: Teardown, options: { max?: number }
   const database = createDatabase(databaseUrl(adminUrl, name), { max: options.max ?? 5, applicationName: 'esp-test' })
   t.teardown(async () => {
     await database.close()
-    const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} })
-    try {
-      await cleanup.unsafe(`drop database if exists "${name}" with (force)`)
-    } finally {
-      await cleanup.end()
-    }
+    await dropDatabase(adminUrl, name)
   })
   return database
 }
