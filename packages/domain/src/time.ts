@@ -12,7 +12,7 @@ export function formatTimestamp (value: Date | null | undefined): string | null 
   return iso.length === 24 ? `${iso.slice(0, 19)}Z` : iso
 }
 
-const DAY_MS = 86_400_000
+export const DAY_MS = 86_400_000
 let cachedDay = Number.NaN
 let cachedDayPrefix = ''
 
@@ -36,12 +36,20 @@ const FOUR_DIGIT_YEARS_FROM = -62_167_219_200_000
 const FOUR_DIGIT_YEARS_UNTIL = 253_402_300_800_000
 
 function formatNewDay (ms: number): string {
+  const prefix = readingDatePrefix(ms)
   // Years outside 0000-9999 print with a sign and six digits: no day is kept for them.
-  if (!(ms >= FOUR_DIGIT_YEARS_FROM && ms < FOUR_DIGIT_YEARS_UNTIL)) return new Date(ms).toISOString()
-  const day = Math.floor(ms / DAY_MS)
-  cachedDay = day * DAY_MS
-  cachedDayPrefix = datePrefix(day)
+  if (prefix === null) return new Date(ms).toISOString()
+  cachedDay = Math.floor(ms / DAY_MS) * DAY_MS
+  cachedDayPrefix = prefix
   return formatReadingTime(ms)
+}
+
+/**
+ * The `YYYY-MM-DDT` that formatReadingTime prints for `ms`, or null outside the years 0000-9999,
+ * which print in toISOString's long form.
+ */
+export function readingDatePrefix (ms: number): string | null {
+  return ms >= FOUR_DIGIT_YEARS_FROM && ms < FOUR_DIGIT_YEARS_UNTIL ? datePrefix(Math.floor(ms / DAY_MS)) : null
 }
 
 /**

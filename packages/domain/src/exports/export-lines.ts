@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream'
-import { formatReadingTime } from '../time.js'
+import { DAY_MS, formatReadingTime, readingDatePrefix } from '../time.js'
 import { COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32 } from '@esp/db'
 import type { ExportFormat } from './copy-sql.js'
 
@@ -12,7 +12,6 @@ const OUT_BYTES = 65_536
 const VALUE_SLOTS = 16_384
 const VALUE_BYTES = 32
 const SLOT_SHIFT = 32 - Math.log2(VALUE_SLOTS)
-const DAY_MS = 86_400_000
 /** `00` to `99`, two ASCII digits each */
 const TWO_DIGITS = Uint8Array.from({ length: 200 }, (_, i) => 0x30 + (i % 2 === 0 ? Math.floor(i / 20) : (i >> 1) % 10))
 
@@ -178,11 +177,11 @@ export class ExportLines extends Transform {
   private time (out: Uint8Array, at: number, ms: number): number {
     let into = ms - this.dayStart
     if (!(into >= 0 && into < DAY_MS)) {
-      const text = formatReadingTime(ms)
-      // Years outside 0000-9999 print with a sign and six digits: no day is kept for them.
-      if (text.length > 24 || text[10] !== 'T') return ascii(out, at, this.lineHead + text.slice(0, -1))
-      this.dayStart = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS)
-      this.dayHead = latin1(this.lineHead + text.slice(0, 11))
+      const prefix = readingDatePrefix(ms)
+      // Years outside 0000-9999 print in the long form: no day is kept for them.
+      if (prefix === null) return ascii(out, at, this.lineHead + formatReadingTime(ms).slice(0, -1))
+      this.dayStart = Math.floor(ms / DAY_MS) * DAY_MS
+      this.dayHead = latin1(this.lineHead + prefix)
       into = ms - this.dayStart
     }
     let n = bytes(out, at, this.dayHead, 0, this.dayHead.length)
