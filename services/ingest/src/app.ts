@@ -6,7 +6,7 @@ import { type Clock, type IngestContext, MessageIngest, OLDEST_READING, Readings
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
 import { externalBrokerPlugin } from './broker/external.js'
-import { LiveFeed, type Publish } from './broker/live-feed.js'
+import { EVERYONE, LiveFeed, type Publish, SubscriberIndex } from './broker/live-feed.js'
 import type { IngestRouteContext } from './context.js'
 import { legacyRoutes } from './routes/v0/legacy.js'
 import { readingRoutes } from './routes/v0/readings.js'
@@ -54,7 +54,8 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   await engine.prepare(postgresRunner(deps.database.sql), [0, 1, 2, 3].map((m) => new Date(now + m * 31 * 24 * 3600 * 1000)))
   // The feed publishes through whichever broker is registered below.
   let publish: Publish = () => {}
-  const feed = new LiveFeed((topic, payload) => { publish(topic, payload) }, { publishPrivate: deps.externalBroker === undefined })
+  const subscribers = deps.externalBroker === undefined ? new SubscriberIndex() : undefined
+  const feed = new LiveFeed((topic, payload) => { publish(topic, payload) }, { publishPrivate: subscribers !== undefined, audience: subscribers ?? EVERYONE })
   const stats = newStats()
   app.decorate('mqttStats', stats)
   const countStored = ingestMetrics(app, stats, () => messages.ingest)
@@ -77,6 +78,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   if (external === undefined) {
     await app.register(brokerPlugin, {
       listen: deps.mqtt,
+      subscribers,
       access: {
         db: deps.database.db,
         sql: deps.database.sql,

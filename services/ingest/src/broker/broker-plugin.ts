@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import { createWebSocketStream, WebSocketServer } from 'ws'
 import { listenWithFallback } from '@esp/http'
 import { type AccessDeps, installAccess } from './access.js'
+import type { SubscriberIndex } from './live-feed.js'
 
 export interface MqttListenOptions {
   host: string
@@ -26,6 +27,8 @@ declare module 'fastify' {
 
 export interface BrokerPluginOptions {
   listen?: MqttListenOptions | undefined
+  /** kept up to date with the clients' live and forwarding subscriptions */
+  subscribers?: SubscriberIndex | undefined
   access: Omit<AccessDeps, 'log'>
 }
 
@@ -41,7 +44,13 @@ export const brokerPlugin = fp(async (app: FastifyInstance, options: BrokerPlugi
   installAccess(broker, { ...options.access, log })
   const stats = options.access.messages.stats
   broker.on('client', () => { stats.connections++ })
-  broker.on('clientDisconnect', () => { stats.connections-- })
+  broker.on('clientDisconnect', (client) => {
+    stats.connections--
+    options.subscribers?.disconnected(client)
+  })
+  // A refused filter comes with the failure code 128 (outside aedes' QoS type) and holds nothing.
+  broker.on('subscribe', (subscriptions, client) => { options.subscribers?.subscribed(client, subscriptions.filter((s) => (s.qos as number) !== 128).map((s) => s.topic)) })
+  broker.on('unsubscribe', (filters, client) => { options.subscribers?.unsubscribed(client, filters) })
   broker.on('clientError', (_client, err) => { log.debug({ err }, 'mqtt client error') })
   broker.on('connectionError', (_client, err) => { log.debug({ err }, 'mqtt connection error') })
 

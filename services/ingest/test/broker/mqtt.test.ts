@@ -213,6 +213,40 @@ t.test('live readings: public devices to anyone over TCP and WebSocket, private 
   t.ok(ownerSeen.messages.some((m) => m.topic === `devices/${privateDevice.id}/readings`), 'the owner sees the private device')
 })
 
+t.test('live readings reach whoever still listens as others subscribe, unsubscribe and leave', async (t) => {
+  const { app, database, mqttUrl, wsUrl } = await platform(t)
+  const owner = await signUp(app)
+  const device = await deviceWithToken(database, owner.id)
+  const kit = await connectMqtt(t, mqttUrl, { clientId: device.token })
+  let minute = 0
+  const publishReading = async (): Promise<void> => {
+    await kit.publishAsync(`device/sck/${device.token}/readings/raw`, `{t:2026-03-02T10:${String(minute++).padStart(2, '0')}:00Z,55:1}`, { qos: 1 })
+  }
+  const leaving = await connectMqtt(t, wsUrl, { clientId: 'leaving' })
+  const staying = await connectMqtt(t, mqttUrl, { clientId: 'staying' })
+  const seen = collect(staying)
+  await subscribeGranted(leaving, `devices/${device.id}/readings`)
+  await subscribeGranted(leaving, 'devices/+/readings')
+  t.equal(await subscribeGranted(staying, `devices/${device.id}/readings`), 0)
+  await publishReading()
+  await seen.waitFor(1)
+  await leaving.unsubscribeAsync('devices/+/readings')
+  await leaving.endAsync(true)
+  await until(() => app.mqttStats.connections === 2, 5000, 'the leaving client to be gone')
+  await publishReading()
+  await seen.waitFor(2)
+  await staying.unsubscribeAsync(`devices/${device.id}/readings`)
+  await publishReading()
+  const late = await connectMqtt(t, mqttUrl, { clientId: 'late' })
+  const lateSeen = collect(late)
+  t.equal(await subscribeGranted(late, 'devices/+/readings'), 0)
+  await publishReading()
+  await lateSeen.waitFor(1)
+  t.same(lateSeen.messages.map((m) => JSON.parse(m.payload).data[0].recorded_at), ['2026-03-02T10:03:00Z'], 'a new subscriber gets what is stored after its SUBACK')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(seen.messages.length, 2, 'nothing after unsubscribing')
+})
+
 t.test('forwarding: readings of a forwarding device reach its owner authenticated with the forwarding credentials', async (t) => {
   const { app, database, mqttUrl, harness } = await platform(t)
   const researcher = await signUpAs(harness, 'researcher')
