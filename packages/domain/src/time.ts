@@ -70,6 +70,19 @@ function datePrefix (day: number): string {
   return `${String(year).padStart(4, '0')}-${pad2(month)}-${pad2(dayOfMonth)}T`
 }
 
+/**
+ * Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil), the inverse of
+ * datePrefix's calendar: timestamps posted by the thousand become epoch numbers without a Date.
+ */
+export function daysFromCivil (year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year
+  const era = Math.floor(y / 400)
+  const yearOfEra = y - era * 400
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear
+  return era * 146_097 + dayOfEra - 719_468
+}
+
 const pad2 = (n: number): string => n < 10 ? `0${n}` : String(n)
 const pad3 = (n: number): string => n < 10 ? `00${n}` : n < 100 ? `0${n}` : String(n)
 

@@ -24,6 +24,10 @@ export interface ReadingRow {
   rawValue: number
 }
 
+/** The write path's order of readings: by device, sensor and time. */
+export const compareReadings = (a: ReadingRow, b: ReadingRow): number =>
+  a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.recordedAt.getTime() - b.recordedAt.getTime()
+
 /** A stored rollup tier: fixed buckets of `ms`, aligned on the UTC epoch. */
 export interface Tier { name: 'daily' | 'hourly', table: 'readings_daily' | 'readings_hourly', ms: number }
 

@@ -1,4 +1,4 @@
-import type { ReadingRow } from './engine.js'
+import { compareReadings, type ReadingRow } from './engine.js'
 
 /**
  * A mergeable summary of the readings in one bucket, so that buckets can be computed in pieces
@@ -70,17 +70,26 @@ export interface AggregateRow extends AggregateState {
 
 /**
  * Folds readings into per-bucket states with Welford's update, sorted by (device, sensor, bucket).
- * Buckets are `floor(t / ms) * ms`: the tiers are epoch-aligned hours and days.
+ * Buckets are `floor(t / ms) * ms`: the tiers are epoch-aligned hours and days. The write path
+ * hands its rows over sorted, so a bucket's readings are neighbours: one pass, no map of keys.
  */
-export function aggregateByBucket (rows: ReadingRow[], ms: number): AggregateRow[] {
-  const states = new Map<string, AggregateRow>()
-  for (const row of rows) {
+export function aggregateByBucket (rows: readonly ReadingRow[], ms: number): AggregateRow[] {
+  let ordered = rows
+  for (let i = 1; i < rows.length; i++) {
+    if (compareReadings(rows[i - 1] as ReadingRow, rows[i] as ReadingRow) > 0) { ordered = [...rows].sort(compareReadings); break }
+  }
+  const states: AggregateRow[] = []
+  let last: AggregateRow | undefined
+  for (const row of ordered) {
     const at = row.recordedAt.getTime()
     const bucket = Math.floor(at / ms) * ms
-    const key = `${row.deviceId}:${row.sensorId}:${bucket}`
-    const state = states.get(key)
-    if (state === undefined) states.set(key, { deviceId: row.deviceId, sensorId: row.sensorId, bucket, ...stateOf(at, row.value) })
-    else addValue(state, at, row.value)
+    if (last !== undefined && last.bucket === bucket && last.sensorId === row.sensorId && last.deviceId === row.deviceId) {
+      addValue(last, at, row.value)
+      continue
+    }
+    const v = row.value
+    last = { deviceId: row.deviceId, sensorId: row.sensorId, bucket, count: 1, mean: v, m2: 0, sum: v, min: v, max: v, firstAt: at, first: v, lastAt: at, last: v }
+    states.push(last)
   }
-  return [...states.values()].sort((a, b) => a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.bucket - b.bucket)
+  return states
 }

@@ -1,5 +1,5 @@
 import { COPY_BINARY_HEADER, PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
-import type { ReadingRow, Runner, TimeSeriesEngine } from './engine.js'
+import { compareReadings, type ReadingRow, type Runner, type TimeSeriesEngine } from './engine.js'
 
 export interface WriteResult {
   stored: number
@@ -23,7 +23,7 @@ const readingKey = (r: Pick<ReadingRow, 'deviceId' | 'sensorId' | 'recordedAt'>)
  */
 export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows: ReadingRow[], knownComponents?: KnownComponents): Promise<WriteResult> {
   if (rows.length === 0) return { stored: 0, duplicates: 0, inserted: [] }
-  const sorted = [...rows].sort((a, b) => a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.recordedAt.getTime() - b.recordedAt.getTime())
+  const sorted = [...rows].sort(compareReadings)
     .filter((r, i, all) => !sameReading(r, all[i - 1]))
   // Pairs the caller ensured are skipped; the others are inserted here but not remembered, since
   // this transaction may yet roll back.

@@ -4,7 +4,7 @@ import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import type { JobSender } from '../jobs.js'
 import { formatTimestamp } from '../time.js'
-import { addProblem, asNumber, MAX_PROBLEMS, type BatchLimits, checkRecordedAt, type PostedValue } from '../readings/batch.js'
+import { addProblem, asNumber, MAX_PROBLEMS, type BatchLimits, recordedAtProblem, type PostedValue, type ValuePath } from '../readings/batch.js'
 import { buildRows, resolveSensors, type SensorMap } from '../readings/ingest.js'
 import type { ReadingsWriter } from '../readings/writer.js'
 import { parseRecordedAt } from '../readings/time-params.js'
@@ -50,7 +50,8 @@ export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { pa
     }
     inHeader = false
     if (recordedAt === null) { add(key, `"${(row[0] ?? '').slice(0, 40)}" is not a time (use YYYY-MM-DDTHH:MM:SSZ)`); return }
-    checkRecordedAt(problems, key, recordedAt, limits, latest)
+    const timeProblem = recordedAtProblem(recordedAt, limits, latest)
+    if (timeProblem !== null) add(key, timeProblem)
     if (row.length - 1 > parsed.sensorIds.length) add(key, `has ${row.length} columns, the header ${parsed.sensorIds.length + 1}`)
     const values: (number | null)[] = []
     row.slice(1).forEach((cell, i) => {
@@ -70,6 +71,9 @@ export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { pa
 /** Values stored per step of an import: each step is one write and one progress update. */
 const STEP_VALUES = 10_000
 
+/** A value of an import is named by its line and column in the file. */
+const csvPath: ValuePath = (value) => `line ${value.entry}, column ${value.index}`
+
 /** The values of rows [from, ...) up to about STEP_VALUES, as the posted-readings path takes them. */
 function stepValues (parsed: ParsedCsv, from: number): { values: PostedValue[], next: number } {
   const values: PostedValue[] = []
@@ -79,7 +83,7 @@ function stepValues (parsed: ParsedCsv, from: number): { values: PostedValue[], 
     if (row === undefined) break
     row.values.forEach((raw, i) => {
       const ref = parsed.sensorIds[i]
-      if (raw !== null && ref !== null && ref !== undefined) values.push({ path: `line ${row.line}, column ${i + 2}`, ref, recordedAt: row.recordedAt, raw })
+      if (raw !== null && ref !== null && ref !== undefined) values.push({ entry: row.line, index: i + 2, ref, recordedAt: row.recordedAt, raw })
     })
   }
   return { values, next }
@@ -103,7 +107,7 @@ export async function validateSdCsv (sql: Sql, device: Pick<DeviceAccess, 'id' |
   if (unknown.length > 0) throw errors.unprocessable({ ids: [`unknown sensor ids: ${unknown.join(', ')}`] })
   for (let from = 0; from < parsed.rows.length && Object.keys(problems).length < MAX_PROBLEMS;) {
     const step = stepValues(parsed, from)
-    buildRows(device.id, step.values, sensors, problems)
+    buildRows(device.id, step.values, sensors, problems, csvPath)
     from = step.next
   }
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
@@ -188,11 +192,11 @@ export async function runCsvImport (ctx: ImportJobContext, importId: number): Pr
     for (let from = 0; from < parsed.rows.length;) {
       const step = stepValues(parsed, from)
       const problems: FieldErrors = {}
-      const { rows, duplicates } = buildRows(device.id, step.values, sensors, problems)
+      const rows = buildRows(device.id, step.values, sensors, problems, csvPath)
       if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
       const result = await ctx.writer.write(rows)
       from = step.next
-      await sql`update reading_imports set rows_done = ${from}, stored = stored + ${result.stored}, duplicates = duplicates + ${result.duplicates + duplicates}, updated_at = now() where id = ${importId}`
+      await sql`update reading_imports set rows_done = ${from}, stored = stored + ${result.stored}, duplicates = duplicates + ${result.duplicates}, updated_at = now() where id = ${importId}`
     }
     await sql`update reading_imports set state = 'done', csv = null, finished_at = now(), updated_at = now() where id = ${importId}`
   } catch (err) {

@@ -1,13 +1,23 @@
 import type { FieldErrors } from '../errors.js'
 import { parseRecordedAt } from './time-params.js'
 
-/** One posted value before its sensor is resolved: `ref` is a sensor id or a kit/sensor key. */
+/**
+ * One posted value before its sensor is resolved: `ref` is a sensor id or a kit/sensor key.
+ * `entry` and `index` say where it was (`data[entry].sensors[index]`, or a CSV line and column);
+ * they become a path only when a problem is reported, not for every value of a large batch.
+ */
 export interface PostedValue {
-  path: string
+  entry: number
+  index: number
   ref: number | string
   recordedAt: Date
   raw: number
 }
+
+/** The name of a value's place in what was posted, for the problems reported about it. */
+export type ValuePath = (value: Pick<PostedValue, 'entry' | 'index'>) => string
+
+export const postedPath: ValuePath = (value) => `data[${value.entry}].sensors[${value.index}]`
 
 export interface BatchLimits {
   /** values per batch; more is a 413 */
@@ -29,10 +39,11 @@ export function addProblem (problems: FieldErrors, path: string, message: string
   if (Object.keys(problems).length < MAX_PROBLEMS) (problems[path] ??= []).push(message)
 }
 
-/** A time too far ahead (past `latest`, epoch ms) or older than the limits allow is named under `path`. */
-export function checkRecordedAt (problems: FieldErrors, path: string, recordedAt: Date, limits: Pick<BatchLimits, 'minTime'>, latest: number): void {
-  if (recordedAt.getTime() > latest) addProblem(problems, path, 'is too far in the future')
-  else if (recordedAt < limits.minTime) addProblem(problems, path, `is before ${limits.minTime.toISOString().slice(0, 10)}`)
+/** What is wrong with a time too far ahead (past `latest`, epoch ms) or older than the limits allow; null when it is fine. */
+export function recordedAtProblem (recordedAt: Date, limits: Pick<BatchLimits, 'minTime'>, latest: number): string | null {
+  if (recordedAt.getTime() > latest) return 'is too far in the future'
+  if (recordedAt < limits.minTime) return `is before ${limits.minTime.toISOString().slice(0, 10)}`
+  return null
 }
 
 export function asNumber (value: unknown): number | null {
@@ -66,7 +77,8 @@ export function countValues (data: unknown): number {
 /**
  * Checks a whole `data` array (contract: POST readings) and names every bad item. Values may be
  * numbers or numeric strings (the firmware's raw topic sends strings); timestamps any form
- * parseRecordedAt accepts.
+ * parseRecordedAt accepts. Plain loops, and paths built only for problems: this runs for every
+ * value posted over HTTP and MQTT.
  */
 export function parseBatch (data: unknown, limits: BatchLimits, now: Date): { values: PostedValue[], problems: FieldErrors } {
   const problems: FieldErrors = {}
@@ -77,24 +89,26 @@ export function parseBatch (data: unknown, limits: BatchLimits, now: Date): { va
   }
   if (data.length === 0) addProblem(problems, 'data', "can't be blank")
   const latest = now.getTime() + limits.maxFutureMs
-  data.forEach((entry: unknown, i) => {
-    const at = `data[${i}]`
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) { addProblem(problems, at, 'must be an object'); return }
+  for (let i = 0; i < data.length; i++) {
+    const entry: unknown = data[i]
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) { addProblem(problems, `data[${i}]`, 'must be an object'); continue }
     const { recorded_at: recorded, sensors } = entry as { recorded_at?: unknown, sensors?: unknown }
     const recordedAt = parseRecordedAt(recorded)
-    if (recordedAt === null) addProblem(problems, `${at}.recorded_at`, recorded === undefined || recorded === null || recorded === '' ? "can't be blank" : 'is not a valid time (use YYYY-MM-DDTHH:MM:SSZ)')
-    else checkRecordedAt(problems, `${at}.recorded_at`, recordedAt, limits, latest)
-    if (!Array.isArray(sensors) || sensors.length === 0) { addProblem(problems, `${at}.sensors`, 'must be a non-empty array of {id, value}'); return }
-    sensors.forEach((sensor: unknown, j) => {
-      const path = `${at}.sensors[${j}]`
-      if (typeof sensor !== 'object' || sensor === null || Array.isArray(sensor)) { addProblem(problems, path, 'must be an object'); return }
+    const timeProblem = recordedAt === null
+      ? (recorded === undefined || recorded === null || recorded === '' ? "can't be blank" : 'is not a valid time (use YYYY-MM-DDTHH:MM:SSZ)')
+      : recordedAtProblem(recordedAt, limits, latest)
+    if (timeProblem !== null) addProblem(problems, `data[${i}].recorded_at`, timeProblem)
+    if (!Array.isArray(sensors) || sensors.length === 0) { addProblem(problems, `data[${i}].sensors`, 'must be a non-empty array of {id, value}'); continue }
+    for (let j = 0; j < sensors.length; j++) {
+      const sensor: unknown = sensors[j]
+      if (typeof sensor !== 'object' || sensor === null || Array.isArray(sensor)) { addProblem(problems, postedPath({ entry: i, index: j }), 'must be an object'); continue }
       const { id, value } = sensor as { id?: unknown, value?: unknown }
       const ref = asRef(id)
       const raw = asNumber(value)
-      if (ref === null) addProblem(problems, `${path}.id`, 'must be a sensor id or a sensor key')
-      if (raw === null) addProblem(problems, `${path}.value`, value === undefined || value === null ? "can't be blank" : 'must be a finite number')
-      if (ref !== null && raw !== null && recordedAt !== null) values.push({ path, ref, recordedAt, raw })
-    })
-  })
+      if (ref === null) addProblem(problems, `${postedPath({ entry: i, index: j })}.id`, 'must be a sensor id or a sensor key')
+      if (raw === null) addProblem(problems, `${postedPath({ entry: i, index: j })}.value`, value === undefined || value === null ? "can't be blank" : 'must be a finite number')
+      if (ref !== null && raw !== null && recordedAt !== null) values.push({ entry: i, index: j, ref, recordedAt, raw })
+    }
+  }
   return { values, problems }
 }

@@ -1,8 +1,8 @@
 import type { ReadingRow, Sql, WriteResult } from '@esp/db'
 import type { DeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
-import { type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type PostedValue } from './batch.js'
-import { calibrationFor } from './calibration.js'
+import { addProblem, type BatchLimits, countValues, parseBatch, type PostedValue, postedPath, type ValuePath } from './batch.js'
+import { type Calibration, calibrationFor } from './calibration.js'
 import type { ReadingsWriter } from './writer.js'
 
 /** What a device's readings need after they are stored: live subscribers, forwarding. */
@@ -24,7 +24,11 @@ export interface IngestContext {
 /** A device as the write path needs it: what the access checks already read. */
 export type IngestDevice = DeviceAccess
 
-export interface ResolvedSensor { id: number, equation: string | null }
+export interface ResolvedSensor {
+  id: number
+  /** the component's equation compiled once per batch, null when values are stored as posted */
+  calibrate: Calibration | null
+}
 export type SensorMap = Map<number | string, ResolvedSensor>
 
 interface SensorRow { device_id: number, id: number, default_key: string | null, kit_key: string | null, equation: string | null }
@@ -52,7 +56,7 @@ export async function resolveSensors (sql: Sql, devices: Pick<IngestDevice, 'id'
   for (const row of rows) {
     const resolved = byDevice.get(row.device_id)
     if (resolved === undefined) continue
-    const sensor = { id: row.id, equation: row.equation }
+    const sensor = { id: row.id, calibrate: calibrationFor(row.equation) }
     if (idSet.has(row.id)) resolved.set(row.id, sensor)
     if (row.kit_key !== null && keySet.has(row.kit_key)) resolved.set(row.kit_key, sensor)
   }
@@ -60,7 +64,7 @@ export async function resolveSensors (sql: Sql, devices: Pick<IngestDevice, 'id'
   for (const row of rows) {
     const resolved = byDevice.get(row.device_id)
     if (resolved === undefined || row.default_key === null || !keySet.has(row.default_key) || resolved.has(row.default_key)) continue
-    resolved.set(row.default_key, { id: row.id, equation: row.equation })
+    resolved.set(row.default_key, { id: row.id, calibrate: calibrationFor(row.equation) })
   }
   return byDevice
 }
@@ -70,28 +74,20 @@ export const tooManyValues = (max: number): ApiError =>
 
 /**
  * Checked, resolved values become calibrated rows; unknown sensors and values without a finite
- * calibrated number are added to `problems`. Within a batch, as across batches, the first value
- * for (sensor, time) wins; the others are counted as duplicates.
+ * calibrated number are added to `problems`, named by `pathOf`. A (sensor, time) repeated within
+ * the batch is left to the write path, which keeps the first and counts the others as duplicates,
+ * as it does across batches.
  */
-export function buildRows (deviceId: number, values: PostedValue[], sensors: SensorMap, problems: FieldErrors): { rows: ReadingRow[], duplicates: number } {
+export function buildRows (deviceId: number, values: PostedValue[], sensors: SensorMap, problems: FieldErrors, pathOf: ValuePath = postedPath): ReadingRow[] {
   const rows: ReadingRow[] = []
-  const seen = new Set<string>()
-  let duplicates = 0
-  const report = (path: string, message: string): void => {
-    if (Object.keys(problems).length < MAX_PROBLEMS) (problems[path] ??= []).push(message)
-  }
   for (const value of values) {
     const sensor = sensors.get(value.ref)
-    if (sensor === undefined) { report(`${value.path}.id`, `is not a known sensor (${JSON.stringify(value.ref)})`); continue }
-    const calibrate = calibrationFor(sensor.equation)
-    const calibrated = calibrate === null ? value.raw : calibrate(value.raw)
-    if (!Number.isFinite(calibrated)) { report(`${value.path}.value`, 'has no finite calibrated value'); continue }
-    const key = `${sensor.id}:${value.recordedAt.getTime()}`
-    if (seen.has(key)) { duplicates++; continue }
-    seen.add(key)
+    if (sensor === undefined) { addProblem(problems, `${pathOf(value)}.id`, `is not a known sensor (${JSON.stringify(value.ref)})`); continue }
+    const calibrated = sensor.calibrate === null ? value.raw : sensor.calibrate(value.raw)
+    if (!Number.isFinite(calibrated)) { addProblem(problems, `${pathOf(value)}.value`, 'has no finite calibrated value'); continue }
     rows.push({ deviceId, sensorId: sensor.id, recordedAt: value.recordedAt, value: calibrated, rawValue: value.raw })
   }
-  return { rows, duplicates }
+  return rows
 }
 
 /**
@@ -99,13 +95,13 @@ export function buildRows (deviceId: number, values: PostedValue[], sensors: Sen
  * Any bad item rejects the batch with every problem named (422) and nothing written. Resolves
  * only after the commit: an acknowledged reading is durable.
  */
-export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult & { batchDuplicates: number }> {
+export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult> {
   if (countValues(data) > ctx.limits.maxValues) throw tooManyValues(ctx.limits.maxValues)
   const { values, problems } = parseBatch(data, ctx.limits, ctx.now())
   const sensors = (await resolveSensors(ctx.database.sql, [device], values)).get(device.id) ?? new Map()
-  const { rows, duplicates: batchDuplicates } = buildRows(device.id, values, sensors, problems)
+  const rows = buildRows(device.id, values, sensors, problems)
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
   const result = await ctx.writer.write(rows)
   if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
-  return { ...result, duplicates: result.duplicates + batchDuplicates, batchDuplicates }
+  return result
 }

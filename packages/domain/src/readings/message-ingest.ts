@@ -103,18 +103,18 @@ export class MessageIngest {
     const allValues: PostedValue[] = parsed.flatMap((p) => p.values)
     const sensors = await resolveSensors(ctx.database.sql, [...devices.values()], allValues)
 
-    const accepted: { pending: Pending, device: DeviceAccess, rows: ReadingRow[], duplicates: number }[] = []
+    const accepted: { pending: Pending, device: DeviceAccess, rows: ReadingRow[] }[] = []
     for (const { pending, device, values, problems } of parsed) {
       if (device === undefined) { pending.resolve({ status: 'unknown_device' }); continue }
-      const { rows, duplicates } = buildRows(device.id, values, sensors.get(device.id) ?? new Map(), problems)
+      const rows = buildRows(device.id, values, sensors.get(device.id) ?? new Map(), problems)
       if (Object.keys(problems).length > 0) { pending.resolve({ status: 'rejected', problems }); continue }
-      accepted.push({ pending, device, rows, duplicates })
+      accepted.push({ pending, device, rows })
     }
     const results = await ctx.writer.writeAll(accepted.map((a) => a.rows))
-    accepted.forEach(({ pending, device, duplicates }, i) => {
+    accepted.forEach(({ pending, device }, i) => {
       const result = results[i] ?? { stored: 0, duplicates: 0, inserted: [] }
       if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
-      pending.resolve({ status: 'stored', device, stored: result.stored, duplicates: result.duplicates + duplicates })
+      pending.resolve({ status: 'stored', device, stored: result.stored, duplicates: result.duplicates })
     })
   }
 }

@@ -1,4 +1,5 @@
 import { ApiError, errors } from '../errors.js'
+import { DAY_MS, daysFromCivil } from '../time.js'
 
 /**
  * Time values that arrive from clients: the `from`/`to` query parameters of the readings history
@@ -33,6 +34,36 @@ function daysInMonth (year: number, month: number): number {
 
 function int (text: string | undefined): number {
   return text === undefined ? 0 : Number(text)
+}
+
+/** The value of the ASCII digits of `text` in [from, from + count), or -1 when one is not a digit. */
+function digitsAt (text: string, from: number, count: number): number {
+  let n = 0
+  for (let i = from; i < from + count; i++) {
+    const d = text.charCodeAt(i) - 48
+    if (d < 0 || d > 9) return -1
+    n = n * 10 + d
+  }
+  return n
+}
+
+/**
+ * `YYYY-MM-DDTHH:MM:SSZ`, the form the contract prints and devices post, read without a regex or a
+ * Date: epoch ms, null when it is that form but no real time (a 30 February), undefined when it
+ * is another form, which parseDateTime then reads. Every posted value has a time to read.
+ */
+function canonicalInstant (text: string): number | null | undefined {
+  if (text.length !== 20 || text.charCodeAt(19) !== 90 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(10) !== 84 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return undefined
+  const year = digitsAt(text, 0, 4)
+  const month = digitsAt(text, 5, 2)
+  const day = digitsAt(text, 8, 2)
+  const hour = digitsAt(text, 11, 2)
+  const minute = digitsAt(text, 14, 2)
+  const second = digitsAt(text, 17, 2)
+  if (year < 0 || minute < 0 || second < 0) return undefined
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour < 0 || hour > 23 || minute > 59 || second > 59) return null
+  return daysFromCivil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1000
 }
 
 /** The instant in epoch ms, or null when the text is not a real date and time in `syntax`. */
@@ -92,7 +123,8 @@ export function parseTimeParam (name: 'from' | 'to', value: string | undefined):
  */
 export function parseRecordedAt (value: unknown): Date | null {
   if (typeof value !== 'string') return null
-  const ms = parseDateTime(value.trim(), RECORDED_AT_SYNTAX)
+  const canonical = canonicalInstant(value)
+  const ms = canonical === undefined ? parseDateTime(value.trim(), RECORDED_AT_SYNTAX) : canonical
   return ms === null ? null : new Date(ms)
 }
 
