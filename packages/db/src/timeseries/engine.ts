@@ -7,13 +7,32 @@ import type { Writable } from 'node:stream'
  */
 export type EngineName = 'native' | 'timescale'
 
+/** A statement of a pipeline: its text and bound parameters. */
+export interface Statement { text: string, params?: unknown[] }
+
 export interface Runner {
   query: <T extends object = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<T[]>
   /**
-   * `COPY target FROM` these bytes in PostgreSQL's binary format, where the driver can stream
-   * them (postgres.js; PGlite through its blob device). Without it the write path inserts rows.
+   * Statements sent together and answered in order, each with its rows: one round trip where the
+   * driver pipelines (postgres.js). The first error rejects, and the statements after it still run
+   * (in a transaction, that aborted one). Without it, runPipeline sends them one after another.
    */
-  copyBinary?: (target: string, data: Uint8Array) => Promise<void>
+  pipeline?: (statements: readonly Statement[]) => Promise<unknown[][]>
+  /**
+   * `COPY target FROM` these bytes in PostgreSQL's binary format, where the driver can stream
+   * them (postgres.js; PGlite through its blob device), after the `before` statements, sent with
+   * its start. Without it the write path inserts rows.
+   */
+  copyBinary?: (target: string, data: Uint8Array, before?: readonly Statement[]) => Promise<void>
+}
+
+/** The statements on `runner`, pipelined where it can, each one's rows in order. */
+export async function runPipeline (runner: Runner, statements: readonly Statement[]): Promise<unknown[][]> {
+  if (statements.length === 0) return []
+  if (runner.pipeline !== undefined) return await runner.pipeline(statements)
+  const results: unknown[][] = []
+  for (const statement of statements) results.push(await runner.query(statement.text, statement.params))
+  return results
 }
 
 export interface ReadingRow {
@@ -40,8 +59,8 @@ export interface TimeSeriesEngine {
   readonly name: EngineName
   /** Before a write transaction: whatever rows at these times need to exist (partitions), outside it. */
   prepare: (runner: Runner, times: Iterable<Date>) => Promise<void>
-  /** In the write transaction, after the raw insert, with the rows actually inserted. */
-  afterInsert: (tx: Runner, inserted: ReadingRow[]) => Promise<void>
+  /** What the write transaction runs after the raw insert, for the rows actually inserted (sorted). */
+  afterInsert: (inserted: readonly ReadingRow[]) => Statement[]
   /** Deletes every reading of these devices, raw and tiers, in the caller's transaction (device purge). */
   purgeDevices: (tx: Runner, deviceIds: number[]) => Promise<void>
 }
@@ -81,11 +100,23 @@ interface PostgresJs {
 
 /** postgres.js as a Runner (a pool, a reserved connection or a transaction). */
 export function postgresRunner (sql: PostgresJs): Runner {
+  // Prepared: the time-series SQL is a handful of fixed texts, parsed and planned once per connection.
+  const run = (statement: Statement): PromiseLike<unknown> => sql.unsafe(statement.text, asTextParams(statement.params ?? []) as never[], { prepare: true })
   return {
-    // Prepared: the time-series SQL is a handful of fixed texts, parsed and planned once per connection.
-    query: async <T extends object>(text: string, params: unknown[] = []) => await sql.unsafe(text, asTextParams(params) as never[], { prepare: true }) as unknown as T[],
-    copyBinary: async (target, data) => {
-      const writable = await sql.unsafe(`copy ${target} from stdin (format binary)`).writable()
+    query: async <T extends object>(text: string, params: unknown[] = []) => await run({ text, params }) as unknown as T[],
+    // postgres.js runs a query once asked for its result, and writes what is asked in one turn
+    // together: on a transaction or a reserved connection, the statements share one round trip.
+    pipeline: async (statements) => await Promise.all(statements.map(run)) as unknown[][],
+    copyBinary: async (target, data, before = []) => {
+      const ahead = Promise.all(before.map(run))
+      const [settled, copy] = await Promise.allSettled([ahead, sql.unsafe(`copy ${target} from stdin (format binary)`).writable()])
+      // A failed statement ahead fails the COPY behind it too (the transaction is aborted): its own error says why.
+      if (settled.status === 'rejected') {
+        if (copy.status === 'fulfilled') copy.value.destroy(settled.reason instanceof Error ? settled.reason : new Error('failed ahead of the COPY'))
+        throw settled.reason
+      }
+      if (copy.status === 'rejected') throw copy.reason
+      const writable = copy.value
       // Settles on the server's answer either way: postgres.js is patched so that a COPY the server
       // rejects after the last byte errors the writable (porsager/postgres#1173).
       await new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { type AggregateRow, aggregateByBucket } from './states.js'
-import { type ReadingRow, type Runner, type TimeSeriesEngine, TIERS } from './engine.js'
+import { type ReadingRow, type Statement, type TimeSeriesEngine, TIERS } from './engine.js'
 
 const MONTH_KEY = (at: Date): string => `${at.getUTCFullYear()}-${at.getUTCMonth()}`
 
@@ -32,10 +32,7 @@ export function nativeEngine (): TimeSeriesEngine {
       }
       for (const key of missing.keys()) known.add(key)
     },
-    afterInsert: async (tx, inserted) => {
-      if (inserted.length === 0) return
-      for (const tier of TIERS) await upsertTier(tx, tier.table, aggregateByBucket(inserted, tier.ms))
-    },
+    afterInsert: (inserted) => TIERS.map((tier) => tierUpsert(tier.table, aggregateByBucket(inserted, tier.ms))).filter((s): s is Statement => s !== null),
     purgeDevices: async (tx, deviceIds) => {
       if (deviceIds.length === 0) return
       await tx.query('delete from readings where device_id = any($1::int[])', [deviceIds])
@@ -49,15 +46,16 @@ export function nativeEngine (): TimeSeriesEngine {
  * so that concurrent batches lock tier rows in the same order and cannot deadlock. In an UPDATE,
  * every right-hand side reads the old row, so the formulas below see consistent old values.
  */
-async function upsertTier (tx: Runner, table: string, rows: AggregateRow[]): Promise<void> {
-  if (rows.length === 0) return
+function tierUpsert (table: string, rows: AggregateRow[]): Statement | null {
+  if (rows.length === 0) return null
   const cols = {
     device: rows.map((r) => r.deviceId), sensor: rows.map((r) => r.sensorId), bucket: rows.map((r) => new Date(r.bucket)),
     count: rows.map((r) => r.count), mean: rows.map((r) => r.mean), m2: rows.map((r) => r.m2), sum: rows.map((r) => r.sum),
     min: rows.map((r) => r.min), max: rows.map((r) => r.max),
     firstAt: rows.map((r) => new Date(r.firstAt)), first: rows.map((r) => r.first), lastAt: rows.map((r) => new Date(r.lastAt)), last: rows.map((r) => r.last)
   }
-  await tx.query(`
+  return {
+    text: `
     insert into ${table} as t (device_id, sensor_id, bucket, count, mean, m2, sum, min, max, first_at, first_val, last_at, last_val)
     select * from unnest($1::int[], $2::int[], $3::timestamptz[], $4::bigint[], $5::float8[], $6::float8[], $7::float8[],
                          $8::float8[], $9::float8[], $10::timestamptz[], $11::float8[], $12::timestamptz[], $13::float8[])
@@ -72,7 +70,8 @@ async function upsertTier (tx: Runner, table: string, rows: AggregateRow[]): Pro
       first_at = least(t.first_at, excluded.first_at),
       last_val = case when excluded.last_at > t.last_at then excluded.last_val else t.last_val end,
       last_at = greatest(t.last_at, excluded.last_at)`,
-  [cols.device, cols.sensor, cols.bucket, cols.count, cols.mean, cols.m2, cols.sum, cols.min, cols.max, cols.firstAt, cols.first, cols.lastAt, cols.last])
+    params: [cols.device, cols.sensor, cols.bucket, cols.count, cols.mean, cols.m2, cols.sum, cols.min, cols.max, cols.firstAt, cols.first, cols.lastAt, cols.last]
+  }
 }
 
 export type { ReadingRow }

@@ -8,7 +8,7 @@ export function timescaleEngine (): TimeSeriesEngine {
   return {
     name: 'timescale',
     prepare: async () => {},
-    afterInsert: async () => {},
+    afterInsert: () => [],
     // The continuous aggregates cannot be deleted from: the delete leaves invalidations, and the
     // refresh policies (start_offset NULL, so whatever the age) drop the purged buckets at their
     // next run. Device ids are never reused, so nothing can read those buckets meanwhile.

@@ -1,5 +1,5 @@
 import { COPY_BINARY_HEADER, PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
-import { compareReadings, type ReadingRow, type Runner, type TimeSeriesEngine } from './engine.js'
+import { compareReadings, type ReadingRow, type Runner, runPipeline, type Statement, type TimeSeriesEngine } from './engine.js'
 
 export interface WriteResult {
   stored: number
@@ -13,27 +13,41 @@ interface InsertedKey { device_id: number, sensor_id: number, at: number }
 const readingKey = (r: Pick<ReadingRow, 'deviceId' | 'sensorId' | 'recordedAt'>): string => `${r.deviceId}:${r.sensorId}:${r.recordedAt.getTime()}`
 
 /**
- * The one write path for readings (HTTP, MQTT, CSV import), of one or many devices, in the
- * caller's transaction, in a fixed number of statements whatever the batch size: components
- * (unless known to exist), raw rows (idempotent: first write wins), tiers, latest values, devices.
- * Rows are sorted here so that concurrent transactions take row locks in the same order and cannot
- * deadlock, and so that every later step walks runs of one device and sensor instead of keying a
- * map by row. Where `rows` repeat a (device, sensor, recorded_at), the first in `rows` is written
- * (the sort is stable) and the others count as duplicates.
+ * Statements a caller wraps around the write: `before` go with its first round trip, `after` with
+ * its last. The writer opens and commits its transaction this way, so they cost no round trip of
+ * their own.
  */
-export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows: ReadingRow[], knownComponents?: KnownComponents): Promise<WriteResult> {
-  if (rows.length === 0) return { stored: 0, duplicates: 0, inserted: [] }
+export interface WriteFrame { before: readonly Statement[], after: readonly Statement[] }
+
+const NO_FRAME: WriteFrame = { before: [], after: [] }
+
+/**
+ * The one write path for readings (HTTP, MQTT, CSV import), of one or many devices, in the
+ * caller's transaction (or one `frame` opens and closes), in three round trips whatever the batch
+ * size: the COPY's start, behind the components not yet known; its rows; then the tiers, latest
+ * values and devices, all sent at once, since none needs another's answer. Raw rows are
+ * idempotent (first write wins). Rows are sorted here so that concurrent transactions take row
+ * locks in the same order and cannot deadlock, and so that every later step walks runs of one
+ * device and sensor instead of keying a map by row. Where `rows` repeat a (device, sensor,
+ * recorded_at), the first in `rows` is written (the sort is stable) and the others count as
+ * duplicates.
+ */
+export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows: ReadingRow[], knownComponents?: KnownComponents, frame: WriteFrame = NO_FRAME): Promise<WriteResult> {
   const sorted = [...rows].sort(compareReadings)
     .filter((r, i, all) => !sameReading(r, all[i - 1]))
   // Pairs the caller ensured are skipped; the others are inserted here but not remembered, since
   // this transaction may yet roll back.
-  await insertComponents(tx, sorted, knownComponents, false)
-  const inserted = await insertRaw(tx, sorted)
-  if (inserted.length === 0) return { stored: 0, duplicates: rows.length, inserted }
+  const components = componentsStatement(sorted, knownComponents, undefined)
+  const { inserted, after } = sorted.length === 0
+    ? { inserted: [], after: [] }
+    : await insertRaw(tx, sorted, [...frame.before, ...(components === null ? [] : [components])])
+  const rest = inserted.length === 0 ? [] : [...engine.afterInsert(inserted), latestStatement(inserted), devicesStatement(inserted)]
+  await runPipeline(tx, [...(sorted.length === 0 ? frame.before : []), ...after, ...rest, ...frame.after])
+  return { stored: inserted.length, duplicates: rows.length - inserted.length, inserted }
+}
 
-  await engine.afterInsert(tx, inserted)
-  await moveLatest(tx, inserted)
-  // The newest time per device is the newest of its sensors' runs.
+/** last_reading_at and state of each device: its newest time is the newest of its sensors' runs. */
+function devicesStatement (inserted: readonly ReadingRow[]): Statement {
   const devices: number[] = []
   const newest: Date[] = []
   for (let i = 0; i < inserted.length; i++) {
@@ -41,12 +55,14 @@ export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows:
     if (sameSensor(r, inserted[i + 1])) continue
     if (devices.at(-1) !== r.deviceId) { devices.push(r.deviceId); newest.push(r.recordedAt) } else if (r.recordedAt > (newest.at(-1) as Date)) newest[newest.length - 1] = r.recordedAt
   }
-  await tx.query(`
+  return {
+    text: `
     update devices d set last_reading_at = greatest(d.last_reading_at, n.at),
       state = case when d.state = 'archived' then d.state else 'has_published' end
     from unnest($1::int[], $2::timestamptz[]) as n(id, at)
-    where d.id = n.id`, [devices, newest])
-  return { stored: inserted.length, duplicates: rows.length - inserted.length, inserted }
+    where d.id = n.id`,
+    params: [devices, newest]
+  }
 }
 
 /** (device, sensor) pairs known to have a component row, so that writes skip inserting them. */
@@ -62,6 +78,10 @@ export class KnownComponents {
     if (sensors === undefined) this.sensorsOf.set(deviceId, new Set([sensorId]))
     else sensors.add(sensorId)
   }
+
+  forEach (fn: (deviceId: number, sensorId: number) => void): void {
+    for (const [deviceId, sensors] of this.sensorsOf) for (const sensorId of sensors) fn(deviceId, sensorId)
+  }
 }
 
 /**
@@ -72,12 +92,16 @@ export class KnownComponents {
  * the same new kit waited for each other's whole transaction.
  */
 export async function ensureComponents (runner: Runner, rows: readonly ReadingRow[], known?: KnownComponents): Promise<void> {
-  await insertComponents(runner, rows, known, true)
+  const fresh = new KnownComponents()
+  const statement = componentsStatement(rows, known, fresh)
+  if (statement === null) return
+  await runner.query(statement.text, statement.params)
+  // Remembered once committed: this insert commits on its own.
+  fresh.forEach((deviceId, sensorId) => known?.add(deviceId, sensorId))
 }
 
-/** Inserts the pairs `known` lacks; `remember` them only where the insert commits on its own. */
-async function insertComponents (runner: Runner, rows: readonly ReadingRow[], known: KnownComponents | undefined, remember: boolean): Promise<void> {
-  const fresh = new KnownComponents()
+/** The insert of the pairs `known` lacks (null when there are none), each added to `fresh`. */
+function componentsStatement (rows: readonly ReadingRow[], known: KnownComponents | undefined, fresh = new KnownComponents()): Statement | null {
   const pairs: [number, number][] = []
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as ReadingRow
@@ -86,13 +110,13 @@ async function insertComponents (runner: Runner, rows: readonly ReadingRow[], kn
     fresh.add(r.deviceId, r.sensorId)
     pairs.push([r.deviceId, r.sensorId])
   }
-  if (pairs.length === 0) return
+  if (pairs.length === 0) return null
   // Sorted, so that concurrent inserts take the index entries in one order.
   pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1])
-  await runner.query(
-    'insert into components (device_id, sensor_id) select * from unnest($1::int[], $2::int[]) on conflict (device_id, sensor_id) do nothing',
-    [pairs.map((p) => p[0]), pairs.map((p) => p[1])])
-  if (remember && known !== undefined) for (const [deviceId, sensorId] of pairs) known.add(deviceId, sensorId)
+  return {
+    text: 'insert into components (device_id, sensor_id) select * from unnest($1::int[], $2::int[]) on conflict (device_id, sensor_id) do nothing',
+    params: [pairs.map((p) => p[0]), pairs.map((p) => p[1])]
+  }
 }
 
 /** Whether `b` is a reading of the same device and sensor as `a` (a neighbour in a run). */
@@ -103,36 +127,44 @@ const sameReading = (a: ReadingRow, b: ReadingRow | undefined): boolean => sameS
 
 const READINGS_COPY_TARGET = 'readings (device_id, sensor_id, recorded_at, value, raw_value)'
 
+const SAVEPOINT = 'esp_readings_copy'
+
 /**
- * The raw rows, first write wins; returns those actually inserted, still sorted. Where the driver
- * can, the rows go in as a binary COPY in a savepoint: nothing to parse on either side, no
- * conflict arbitration and no RETURNING, at the speed of a bare COPY. A COPY cannot skip a
- * stored (device, sensor, time), so any error rolls the savepoint back and the rows go in again
- * by `ON CONFLICT DO NOTHING RETURNING`, which also names the ones that were new. Devices resend
- * after a lost acknowledgement, so that path is common enough to be exact, rare enough to be dearer.
+ * The raw rows, first write wins: those actually inserted, still sorted, and what must follow in
+ * the transaction's next round trip. `before` go with the first round trip. Where the driver can,
+ * the rows go in as a binary COPY in a savepoint: nothing to parse on either side, no conflict
+ * arbitration and no RETURNING, at the speed of a bare COPY. A COPY cannot skip a stored (device,
+ * sensor, time), so any error rolls the savepoint back and the rows go in again by `ON CONFLICT
+ * DO NOTHING RETURNING`, which also names the ones that were new. Devices resend after a lost
+ * acknowledgement, so that path is common enough to be exact, rare enough to be dearer.
  */
-async function insertRaw (tx: Runner, sorted: ReadingRow[]): Promise<ReadingRow[]> {
+async function insertRaw (tx: Runner, sorted: ReadingRow[], before: Statement[]): Promise<{ inserted: ReadingRow[], after: Statement[] }> {
+  const release: Statement[] = [{ text: `release savepoint ${SAVEPOINT}` }]
+  let fallback = before
   if (tx.copyBinary !== undefined) {
-    await tx.query('savepoint esp_readings_copy')
     try {
-      await tx.copyBinary(READINGS_COPY_TARGET, binaryReadings(sorted))
-      await tx.query('release savepoint esp_readings_copy')
-      return sorted
+      await tx.copyBinary(READINGS_COPY_TARGET, binaryReadings(sorted), [...before, { text: `savepoint ${SAVEPOINT}` }])
+      return { inserted: sorted, after: release }
     } catch {
-      await tx.query('rollback to savepoint esp_readings_copy')
+      // Whatever failed (the COPY, or a statement before it) fails again below with its own error.
+      fallback = [{ text: `rollback to savepoint ${SAVEPOINT}` }]
     }
   }
   // Times travel as epoch milliseconds both ways, and only the keys of the inserted rows come
   // back: the rows themselves are the caller's, so nothing is parsed twice.
-  const insertedKeys = await tx.query<InsertedKey>(`
+  const results = await runPipeline(tx, [...fallback, {
+    text: `
     insert into readings (device_id, sensor_id, recorded_at, value, raw_value)
     select d, s, to_timestamp(t / 1000.0), v, r from unnest($1::int[], $2::int[], $3::float8[], $4::float8[], $5::float8[]) as u(d, s, t, v, r)
     on conflict (device_id, sensor_id, recorded_at) do nothing
     returning device_id, sensor_id, (extract(epoch from recorded_at) * 1000)::float8 as at`,
-  [sorted.map((r) => r.deviceId), sorted.map((r) => r.sensorId), sorted.map((r) => r.recordedAt.getTime()), sorted.map((r) => r.value), sorted.map((r) => r.rawValue)])
-  if (insertedKeys.length === sorted.length) return sorted
+    params: [sorted.map((r) => r.deviceId), sorted.map((r) => r.sensorId), sorted.map((r) => r.recordedAt.getTime()), sorted.map((r) => r.value), sorted.map((r) => r.rawValue)]
+  }])
+  const insertedKeys = results.at(-1) as InsertedKey[]
+  const after = tx.copyBinary === undefined ? [] : release
+  if (insertedKeys.length === sorted.length) return { inserted: sorted, after }
   const keys = new Set(insertedKeys.map((k) => `${k.device_id}:${k.sensor_id}:${Math.round(k.at)}`))
-  return sorted.filter((r) => keys.has(readingKey(r)))
+  return { inserted: sorted.filter((r) => keys.has(readingKey(r))), after }
 }
 
 const ROW_BYTES = 2 + (4 + 4) * 2 + (4 + 8) * 3
@@ -167,7 +199,7 @@ function binaryReadings (rows: readonly ReadingRow[]): Buffer {
  * newest reading becomes the previous one when it is newer than the stored latest. The latest
  * time per sensor doubles as the component's last_reading_at.
  */
-async function moveLatest (tx: Runner, inserted: ReadingRow[]): Promise<void> {
+function latestStatement (inserted: readonly ReadingRow[]): Statement {
   // `inserted` is sorted: each (device, sensor) run ends with its newest reading, and the one
   // before it in the run is the batch's second newest.
   const entries: { newest: ReadingRow, second: ReadingRow | undefined }[] = []
@@ -177,7 +209,8 @@ async function moveLatest (tx: Runner, inserted: ReadingRow[]): Promise<void> {
     const previous = inserted[i - 1]
     entries.push({ newest: row, second: sameSensor(row, previous) ? previous : undefined })
   }
-  await tx.query(`
+  return {
+    text: `
     insert into latest_readings as l (device_id, sensor_id, recorded_at, value, raw_value, prev_recorded_at, prev_value, prev_raw_value)
     select * from unnest($1::int[], $2::int[], $3::timestamptz[], $4::float8[], $5::float8[], $6::timestamptz[], $7::float8[], $8::float8[])
     on conflict (device_id, sensor_id) do update set
@@ -186,6 +219,7 @@ async function moveLatest (tx: Runner, inserted: ReadingRow[]): Promise<void> {
       prev_raw_value = case when excluded.prev_recorded_at > l.recorded_at then excluded.prev_raw_value else l.raw_value end,
       recorded_at = excluded.recorded_at, value = excluded.value, raw_value = excluded.raw_value, added_at = now()
     where excluded.recorded_at > l.recorded_at`,
-  [entries.map((e) => e.newest.deviceId), entries.map((e) => e.newest.sensorId), entries.map((e) => e.newest.recordedAt), entries.map((e) => e.newest.value), entries.map((e) => e.newest.rawValue),
-    entries.map((e) => e.second?.recordedAt ?? null), entries.map((e) => e.second?.value ?? null), entries.map((e) => e.second?.rawValue ?? null)])
+    params: [entries.map((e) => e.newest.deviceId), entries.map((e) => e.newest.sensorId), entries.map((e) => e.newest.recordedAt), entries.map((e) => e.newest.value), entries.map((e) => e.newest.rawValue),
+      entries.map((e) => e.second?.recordedAt ?? null), entries.map((e) => e.second?.value ?? null), entries.map((e) => e.second?.rawValue ?? null)]
+  }
 }

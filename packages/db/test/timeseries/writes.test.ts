@@ -143,3 +143,33 @@ t.test('components: ensured once on their own and remembered; the write transact
   const components = await database.sql<{ sensor_id: number }[]>`select sensor_id from components where device_id = ${deviceId} order by sensor_id`
   t.same(components.map((c) => c.sensor_id), [55, 56])
 })
+
+t.test('a write in a frame of its own takes three round trips: BEGIN with the COPY\'s start, the rows, everything else with COMMIT', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const row = (sensorId: number, minute: number): ReadingRow => ({ deviceId: device?.id ?? 0, sensorId, recordedAt: new Date(Date.UTC(2026, 5, 1, 0, minute)), value: minute, rawValue: minute })
+  const engine = nativeEngine()
+  await engine.prepare(postgresRunner(database.sql), [row(55, 0).recordedAt])
+  const frame = { before: [{ text: 'begin' }], after: [{ text: 'commit' }] }
+  const connection = await database.sql.reserve()
+  t.teardown(() => { connection.release() })
+  const first = recording(postgresRunner(connection))
+  const result = await writeReadings(first.runner, engine, [row(55, 0), row(56, 0), row(55, 1)], undefined, frame)
+  t.same([result.stored, result.duplicates], [3, 0])
+  t.equal(first.trips(), 3)
+  t.same(first.log, ['begin', 'insert into components', 'savepoint esp_readings_copy', 'copy readings', 'release savepoint esp_readings_copy',
+    'insert into readings_daily', 'insert into readings_hourly', 'insert into latest_readings', 'update devices d', 'commit'])
+  const [state] = await database.sql`select (select count(*)::int from readings) as n, (select sum(count)::int from readings_hourly) as hourly, (select state from devices where id = ${device?.id ?? 0}) as state`
+  t.same({ ...state }, { n: 3, hourly: 3, state: 'has_published' }, 'committed')
+
+  // A stored reading: the savepoint is rolled back with the INSERT that replaces the COPY, one round trip more.
+  const again = recording(postgresRunner(connection))
+  const second = await writeReadings(again.runner, engine, [row(55, 1), row(55, 2)], undefined, frame)
+  t.same([second.stored, second.duplicates], [1, 1])
+  t.equal(again.trips(), 4)
+  t.same(rawInsertSteps(again.log), ['copy readings', 'rollback to savepoint', 'insert into readings'])
+  // A transaction left open would hold the id its writes took.
+  const [inTransaction] = await connection`select pg_current_xact_id_if_assigned() is null as outside`
+  t.equal(inTransaction?.outside, true, 'the connection is left outside any transaction')
+})

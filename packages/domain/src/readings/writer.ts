@@ -1,4 +1,6 @@
-import { type Database, ensureComponents, KnownComponents, postgresRunner, type ReadingRow, type TimeSeriesEngine, writeReadings, type WriteResult } from '@esp/db'
+import { type Database, ensureComponents, KnownComponents, postgresRunner, type ReadingRow, type TimeSeriesEngine, type WriteFrame, writeReadings, type WriteResult } from '@esp/db'
+
+const TRANSACTION: WriteFrame = { before: [{ text: 'begin' }], after: [{ text: 'commit' }] }
 
 interface Pending {
   rows: ReadingRow[]
@@ -69,8 +71,18 @@ export class ReadingsWriter {
     // Partitions and components, each committed on its own before the write transaction needs them.
     const pool = postgresRunner(this.database.sql)
     await Promise.all([this.engine.prepare(pool, rows.map((r) => r.recordedAt)), ensureComponents(pool, rows, this.components)])
-    // A bare transaction: the write path is raw SQL, and a Drizzle instance per commit showed in profiles.
-    return await this.database.sql.begin(async (tx) => await writeReadings(postgresRunner(tx), this.engine, rows, this.components)) as WriteResult
+    // The transaction's BEGIN and COMMIT ride with the write's first and last round trips, on a
+    // connection of its own: under load every round trip waited for a core, and there were ten.
+    const connection = await this.database.sql.reserve()
+    try {
+      return await writeReadings(postgresRunner(connection), this.engine, rows, this.components, TRANSACTION)
+    } catch (err) {
+      // Whatever was sent runs first, in order; a transaction left open is rolled back before the connection goes back.
+      await connection.unsafe('rollback').catch(() => {})
+      throw err
+    } finally {
+      connection.release()
+    }
   }
 
   private async flush (group: Pending[]): Promise<void> {

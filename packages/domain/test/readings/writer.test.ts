@@ -38,3 +38,24 @@ t.test('one failing write does not fail the writes it was grouped with', async (
   const [count] = await database.sql`select count(*)::int as n from readings`
   t.equal(count?.n, 3)
 })
+
+t.test('a write the database fails inside its transaction stores nothing, fails alone, and leaves no connection in a transaction', async (t) => {
+  const database = await createTestDatabase(t)
+  const writer = new ReadingsWriter(database, await loadEngine(postgresRunner(database.sql)), { concurrency: 1 })
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  // A failure the checks before the transaction cannot see: the database refuses one value.
+  await database.sql.unsafe(`
+    create function refuse_666() returns trigger language plpgsql as $$
+    begin if new.value = 666 then raise exception 'refused'; end if; return new; end $$;
+    create trigger refuse_666 before insert on readings for each row execute function refuse_666()`)
+  const reading = (minute: number, value: number): ReadingRow => ({ deviceId: device?.id ?? 0, sensorId: 55, recordedAt: new Date(Date.UTC(2026, 5, 1, 0, minute)), value, rawValue: value })
+  const outcomes = await Promise.allSettled([writer.write([reading(0, 1)]), writer.write([reading(1, 2)]), writer.write([reading(2, 666)]), writer.write([reading(3, 4)])])
+  t.same(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'])
+  const [state] = await database.sql`select (select count(*)::int from readings) as n, (select sum(count)::int from readings_hourly) as hourly, (select value from latest_readings) as latest`
+  t.same({ ...state }, { n: 3, hourly: 3, latest: 4 }, 'the refused value left no trace in the tiers or the latest values')
+  const open = await database.sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`
+  t.equal(open[0]?.n, 0)
+  const later = await Promise.all(Array.from({ length: 20 }, async (_, i) => await writer.write([reading(10 + i, i)])))
+  t.same(later.map((r) => r.stored), Array(20).fill(1), 'the pool serves later writes')
+})
