@@ -1,9 +1,9 @@
-import { rawPoints, rawStates, readingSpan, type Runner, type StateRow, tierStates, TIERS } from '@esp/db'
+import { type BucketState, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatReadingTime, formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
-import { bucketStart, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { bucketStart, bucketStartMs, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
 
 export interface HistoryParams {
@@ -60,13 +60,27 @@ const tooManyBuckets = (count: number, rollup: string, max: number): ApiError =>
   `This request spans ${count} buckets of ${rollup}; at most ${max} are answered at once. Use a larger rollup or a shorter from/to range.`,
   { rollup: [`gives ${count} buckets, more than ${max}`] })
 
-/** The parts a row does not carry are ones the asked function ignores (see stateColumns). */
-function toState (row: StateRow): AggregateState {
-  return {
-    count: row.count, mean: row.mean ?? 0, m2: row.m2 ?? 0, sum: row.sum ?? 0, min: row.min ?? 0, max: row.max ?? 0,
-    firstAt: row.first_at ?? Infinity, first: row.first_val ?? NaN,
-    lastAt: row.last_at ?? -Infinity, last: row.last_val ?? NaN
+/**
+ * States of first and last from raw (time, value) pairs in time order: a bucket's first pair has
+ * its first time and value, its last pair the last ones, as the SQL aggregates would give (a null
+ * value included, counted nowhere).
+ */
+function foldPairs (pairs: Float64Array, rollup: Rollup): BucketState[] {
+  const states: BucketState[] = []
+  let state: BucketState | undefined
+  for (let i = 0; i < pairs.length; i += 2) {
+    const at = pairs[i] as number
+    const value = pairs[i + 1] as number
+    const bucket = bucketStartMs(at, rollup)
+    if (state === undefined || state.bucket !== bucket) {
+      state = { bucket, count: 0, mean: 0, m2: 0, sum: 0, min: 0, max: 0, firstAt: at, first: value, lastAt: at, last: value }
+      states.push(state)
+    }
+    if (!Number.isNaN(value)) state.count++
+    state.lastAt = at
+    state.last = value
   }
+  return states
 }
 
 /** The sensor asked for by id or key; the key is the device kit's first (contract: Kit). */
@@ -164,9 +178,10 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
   const binned = sqlBins.kind === 'bin'
   const parts = await Promise.all(planSegments(rollup, from, until, TIERS).flatMap(splitRaw).map(async (segment) => {
     const q = { ...base, from: segment.from, until: segment.until }
-    return segment.source === 'raw'
-      ? { rows: await rawStates(runner, { ...q, ...bin, fn }), binned }
-      : { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
+    if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
+    // Grouped in SQL, first and last take an array a bucket; the rows cost a third of that to read.
+    if (fn === 'first' || fn === 'last') return { rows: foldPairs(await rawPairs(runner, q), rollup), binned: true }
+    return { rows: await rawStates(runner, { ...q, ...bin, fn }), binned }
   }))
   // Segments come in time order and each one's rows ascend, so buckets come out ascending and a
   // bucket cut by a segment boundary is two neighbours: one linear pass, no map and no sort.
@@ -176,7 +191,7 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     for (const row of part.rows) {
       if (row.count === 0) continue
       const key = part.binned ? row.bucket : bucketStart(new Date(row.bucket), rollup).getTime()
-      const state = toState(row)
+      const state: AggregateState = row
       const last = starts.length - 1
       const lastKey = starts[last] ?? -Infinity
       const lastState = states[last]

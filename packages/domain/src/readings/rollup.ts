@@ -92,17 +92,21 @@ function fromCalendarIndex (index: number, unit: 'M' | 'y'): Date {
 
 /** The start of the bucket holding `at`: PostgreSQL `date_bin` semantics for the fixed units. */
 export function bucketStart (at: Date, rollup: Rollup): Date {
-  const t = timeOf(at)
-  if (rollup.raw) return new Date(t)
+  return new Date(bucketStartMs(timeOf(at), rollup))
+}
+
+/** bucketStart of an instant in epoch ms (a valid one), in epoch ms: no Date a reading. */
+export function bucketStartMs (t: number, rollup: Rollup): number {
+  if (rollup.raw) return t
   if (rollup.fixedMs !== null) {
     const origin = rollup.unit === 'w' ? WEEK_ORIGIN_MS : 0
     // Integer remainder is exact where floor(a / b) in floating point can round up at a boundary.
     const offset = (t - origin) % rollup.fixedMs
-    return new Date(offset < 0 ? t - offset - rollup.fixedMs : t - offset)
+    return offset < 0 ? t - offset - rollup.fixedMs : t - offset
   }
   const unit = rollup.unit === 'y' ? 'y' : 'M'
   const index = calendarIndex(t, unit)
-  return fromCalendarIndex(Math.floor(index / rollup.value) * rollup.value, unit)
+  return fromCalendarIndex(Math.floor(index / rollup.value) * rollup.value, unit).getTime()
 }
 
 /** `start` plus one bucket; a raw rollup steps by the smallest representable time, 1 ms. */
