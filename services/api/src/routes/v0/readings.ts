@@ -17,8 +17,10 @@ const History = Type.Object({
   to: Type.String(),
   sample_size: Type.Integer({ description: 'raw readings examined' }),
   // A tuple with a type list for the value: the serializer fails an anyOf inside a tuple, and a
-  // union over both items made it try the types for every item of thousands.
-  readings: Type.Array(Type.Tuple([Type.String(), Type.Unsafe<number | null>({ type: ['number', 'null'] })]), { description: '[recorded_at, value] pairs, newest first' })
+  // union over both items made it try the types for every item of thousands. The times are
+  // formatReadingTime's digits and separators, so the serializer need not look for characters to
+  // escape (`format: unsafe`, a third of the tuple's serializing).
+  readings: Type.Array(Type.Tuple([Type.String({ format: 'unsafe' }), Type.Unsafe<number | null>({ type: ['number', 'null'] })]), { description: '[recorded_at, value] pairs, newest first' })
 })
 
 const Query = Type.Object({
