@@ -1,3 +1,5 @@
+import Fastify from 'fastify'
+import { binaryReadings, postgresRunner, READINGS_COPY_TARGET, type ReadingRow } from '@esp/db'
 import { makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round, runScript } from './stats.js'
 
@@ -6,6 +8,8 @@ export interface IngestFigures {
   kit12: { devices: number, posts: number, values: number, postsPerSecond: number, valuesPerSecond: number }
   copy: { rows: number, rowsPerSecond: number }
   ratioToCopy: number
+  /** the same fleet against a bare Fastify route that only parses the bodies and COPYs their rows */
+  bareRoute: { valuesPerSecond: number, ratioToCopy: number }
   /** case 6: RSS of this all-in-one process (api, ingest, exporter) before and at its peak under the fleet's load */
   memory: { idleRssMb: number, peakRssMb: number }
 }
@@ -36,9 +40,38 @@ export async function copyCeiling (p: BenchPlatform, deviceCount: number, rowsPe
   return values / ((performance.now() - t0) / 1000)
 }
 
-/** Runs the fleet simulator in a child process and returns its wall time in seconds. */
-async function fleet (p: BenchPlatform, devices: number[], batches: number, mode: 'batch500' | 'kit12', start: number): Promise<number> {
-  return (await runScript<{ seconds: number }>('fleet.ts', { base: p.base, token: p.token, devices, batches, mode, start }, 'the fleet simulator')).seconds
+/**
+ * What Node alone reaches with these bodies on this machine: a bare Fastify route that parses each
+ * body (Fastify's JSON parser), maps its entries to rows with no validation, sensor resolution,
+ * tiers or latest values, and commits them by the write path's binary COPY, acknowledging after
+ * the commit. Not the platform: an upper bound for any version of it, which says how much of the
+ * gap to COPY is the platform's own. Readings per second of the same fleet.
+ */
+async function bareRoute (p: BenchPlatform, deviceCount: number, batches: number, start: number): Promise<number> {
+  const app = Fastify({ bodyLimit: 50 * 1024 * 1024 })
+  app.post<{ Params: { id: string }, Body: { data: { recorded_at: string, sensors: { id: number, value: number }[] }[] } }>('/v0/devices/:id/readings', async (request) => {
+    const deviceId = Number(request.params.id)
+    const rows: ReadingRow[] = request.body.data.map((entry) => {
+      const value = entry.sensors[0]?.value ?? 0
+      return { deviceId, sensorId: entry.sensors[0]?.id ?? 0, recordedAt: new Date(entry.recorded_at), value, rawValue: value }
+    })
+    await p.database.sql.begin(async (tx) => { await postgresRunner(tx).copyBinary?.(READINGS_COPY_TARGET, binaryReadings(rows)) })
+    return { id: 'ok' }
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  try {
+    const address = app.server.address()
+    const base = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+    const devices = await makeDevices(p.database, p.userId, deviceCount)
+    return deviceCount * batches * 500 / await fleet(p, devices, batches, 'batch500', start, base)
+  } finally {
+    await app.close()
+  }
+}
+
+/** Runs the fleet simulator in a child process against `base` and returns its wall time in seconds. */
+async function fleet (p: BenchPlatform, devices: number[], batches: number, mode: 'batch500' | 'kit12', start: number, base = p.base): Promise<number> {
+  return (await runScript<{ seconds: number }>('fleet.ts', { base, token: p.token, devices, batches, mode, start }, 'the fleet simulator')).seconds
 }
 
 /**
@@ -64,6 +97,8 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
   const kitSeconds = await fleet(p, kits, posts, 'kit12', start)
   clearInterval(sampler)
 
+  progress('ingest: the same fleet against a bare route (parse and COPY only)')
+  const bareRate = await bareRoute(p, deviceCount, batches, start)
   const copyRate = await copyCeiling(p, deviceCount, batches * 500, start)
   const valuesPerSecond = values / seconds
   return {
@@ -71,6 +106,7 @@ export async function benchIngest (p: BenchPlatform, quick: boolean): Promise<In
     kit12: { devices: deviceCount, posts: deviceCount * posts, values: deviceCount * posts * 12, postsPerSecond: Math.round(deviceCount * posts / kitSeconds), valuesPerSecond: Math.round(deviceCount * posts * 12 / kitSeconds) },
     copy: { rows: values, rowsPerSecond: Math.round(copyRate) },
     ratioToCopy: round(valuesPerSecond / copyRate, 3),
+    bareRoute: { valuesPerSecond: Math.round(bareRate), ratioToCopy: round(bareRate / copyRate, 3) },
     memory: { idleRssMb: round(idleRss / 2 ** 20, 1), peakRssMb: round(peakRss / 2 ** 20, 1) }
   }
 }

@@ -1,7 +1,7 @@
 export { TIERS, engineName, postgresRunner, runPipeline, compareReadings, pgArrayLiteral, asTextParams, pgDate, pgDateOrNull, type EngineName, type ReadingRow, type Runner, type Statement, type Tier, type TimeSeriesEngine } from './engine.js'
 export { nativeEngine } from './native.js'
 export { timescaleEngine } from './timescale.js'
-export { ensureComponents, KnownComponents, writeReadings, type WriteFrame, type WriteResult } from './writes.js'
+export { binaryReadings, ensureComponents, KnownComponents, READINGS_COPY_TARGET, writeReadings, type WriteFrame, type WriteResult } from './writes.js'
 export { tierStates, rawStates, rawPairs, rawPoints, readingSpan, type BucketState, type StateQuery } from './reads.js'
 export { aggregateByBucket, addValue, mergeStates, stateOf, type AggregateRow, type AggregateState } from './states.js'
 

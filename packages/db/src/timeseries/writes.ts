@@ -125,7 +125,7 @@ const sameSensor = (a: ReadingRow, b: ReadingRow | undefined): boolean =>
 
 const sameReading = (a: ReadingRow, b: ReadingRow | undefined): boolean => sameSensor(a, b) && a.recordedAt.getTime() === b?.recordedAt.getTime()
 
-const READINGS_COPY_TARGET = 'readings (device_id, sensor_id, recorded_at, value, raw_value)'
+export const READINGS_COPY_TARGET = 'readings (device_id, sensor_id, recorded_at, value, raw_value)'
 
 const SAVEPOINT = 'esp_readings_copy'
 
@@ -170,11 +170,12 @@ async function insertRaw (tx: Runner, sorted: ReadingRow[], before: Statement[])
 const ROW_BYTES = 2 + (4 + 4) * 2 + (4 + 8) * 3
 
 /**
- * Rows in COPY's binary format: the header, per row a field count and each field as its length
- * and network-order bytes, a -1 trailer. Timestamps are int64 microseconds since 2000, exact in
- * two halves: the microseconds of any time the platform takes stay below 2^53.
+ * Rows in COPY's binary format for READINGS_COPY_TARGET: the header, per row a field count and
+ * each field as its length and network-order bytes, a -1 trailer. Timestamps are int64
+ * microseconds since 2000, exact in two halves: the microseconds of any time the platform takes
+ * stay below 2^53. Exported for the ingest benchmark's bare baseline, which copies as this does.
  */
-function binaryReadings (rows: readonly ReadingRow[]): Buffer {
+export function binaryReadings (rows: readonly ReadingRow[]): Buffer {
   const buffer = Buffer.allocUnsafe(COPY_BINARY_HEADER.length + rows.length * ROW_BYTES + 2)
   COPY_BINARY_HEADER.copy(buffer, 0)
   const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength)

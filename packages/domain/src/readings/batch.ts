@@ -42,7 +42,7 @@ export function addProblem (problems: FieldErrors, path: string, message: string
 /** What is wrong with a time too far ahead (past `latest`, epoch ms) or older than the limits allow; null when it is fine. */
 export function recordedAtProblem (recordedAt: Date, limits: Pick<BatchLimits, 'minTime'>, latest: number): string | null {
   if (recordedAt.getTime() > latest) return 'is too far in the future'
-  if (recordedAt < limits.minTime) return `is before ${limits.minTime.toISOString().slice(0, 10)}`
+  if (recordedAt.getTime() < limits.minTime.getTime()) return `is before ${limits.minTime.toISOString().slice(0, 10)}`
   return null
 }
 

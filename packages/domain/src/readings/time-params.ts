@@ -48,12 +48,14 @@ function digitsAt (text: string, from: number, count: number): number {
 }
 
 /**
- * `YYYY-MM-DDTHH:MM:SSZ`, the form the contract prints and devices post, read without a regex or a
- * Date: epoch ms, null when it is that form but no real time (a 30 February), undefined when it
- * is another form, which parseDateTime then reads. Every posted value has a time to read.
+ * `YYYY-MM-DDTHH:MM:SSZ`, the form the contract prints and devices post, or with milliseconds
+ * (`.sssZ`, JavaScript's toISOString), read without a regex or a Date: epoch ms, null when it is
+ * that form but no real time (a 30 February), undefined when it is another form, which
+ * parseDateTime then reads. Every posted value has a time to read.
  */
 function canonicalInstant (text: string): number | null | undefined {
-  if (text.length !== 20 || text.charCodeAt(19) !== 90 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 ||
+  const millis = text.length === 24 && text.charCodeAt(19) === 46 ? digitsAt(text, 20, 3) : text.length === 20 ? 0 : -1
+  if (millis < 0 || text.charCodeAt(text.length - 1) !== 90 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 ||
     text.charCodeAt(10) !== 84 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return undefined
   const year = digitsAt(text, 0, 4)
   const month = digitsAt(text, 5, 2)
@@ -63,7 +65,7 @@ function canonicalInstant (text: string): number | null | undefined {
   const second = digitsAt(text, 17, 2)
   if (year < 0 || minute < 0 || second < 0) return undefined
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour < 0 || hour > 23 || minute > 59 || second > 59) return null
-  return daysFromCivil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1000
+  return daysFromCivil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1000 + millis
 }
 
 /** The instant in epoch ms, or null when the text is not a real date and time in `syntax`. */
