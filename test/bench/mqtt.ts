@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process'
 import net from 'node:net'
 import path from 'node:path'
 import { Aedes } from 'aedes'
+import { binaryReadings, postgresRunner, READINGS_COPY_TARGET, type ReadingRow } from '@esp/db'
 import { kitReading } from '../../scripts/kit-simulator.js'
+import { parseRawPayload } from '../../services/ingest/src/broker/raw-payload.js'
 import { copyCeiling } from './ingest.js'
 import { makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
@@ -15,6 +17,8 @@ export interface MqttFigures {
   qos1: Run
   qos0: Run
   bare: { qos1: Run, qos0: Run }
+  /** QoS 1 on a bare Aedes that only parses each payload and COPYs its rows, PUBACK after the commit */
+  bareStoring: Run
   copy: { rows: number, rowsPerSecond: number }
   qos1RatioToCopy: number
   qos1RatioToBare: number
@@ -43,6 +47,45 @@ async function publishAll (url: string, tokens: string[], messages: number, qos:
   if (code !== 0) throw new Error(`the kit simulator failed (${String(code)})`)
   await done()
   return (performance.now() - t0) / 1000
+}
+
+/**
+ * A bare Aedes that stores: each payload parsed as the platform parses it, its rows batched across
+ * messages (up to 500, or 3 ms) and committed by the write path's binary COPY, the PUBACK after the
+ * commit. No validation, device or sensor lookup, tiers or latest values, and the devices are known
+ * beforehand: an upper bound for any broker that acknowledges after storing, on this machine.
+ */
+async function bareStoringBroker (p: BenchPlatform, deviceOf: Map<string, number>): Promise<{ url: string, close: () => Promise<void> }> {
+  const broker = await Aedes.createBroker()
+  let batch: { rows: ReadingRow[], done: (error?: Error | null) => void }[] = []
+  let timer: NodeJS.Timeout | undefined
+  const flush = (): void => {
+    clearTimeout(timer)
+    timer = undefined
+    const taken = batch
+    batch = []
+    const rows = taken.flatMap((message) => message.rows)
+    p.database.sql.begin(async (tx) => { await postgresRunner(tx).copyBinary?.(READINGS_COPY_TARGET, binaryReadings(rows)) })
+      .then(() => { for (const message of taken) message.done(null) }, (err: Error) => { for (const message of taken) message.done(err) })
+  }
+  broker.authorizePublish = (client, packet, done) => {
+    const deviceId = deviceOf.get(client?.id ?? '') ?? 0
+    const raw = parseRawPayload(packet.payload as Buffer)
+    const recordedAt = new Date(raw.recordedAt ?? 0)
+    batch.push({ rows: raw.sensors.map((s) => ({ deviceId, sensorId: Number(s.id), recordedAt, value: Number(s.value), rawValue: Number(s.value) })), done })
+    if (batch.length >= 500) flush()
+    else timer ??= setTimeout(flush, 3)
+  }
+  const server = net.createServer(broker.handle)
+  await new Promise<void>((resolve) => { server.listen(0, '127.0.0.1', resolve) })
+  const address = server.address()
+  return {
+    url: `mqtt://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`,
+    close: async () => {
+      await new Promise<void>((resolve) => { broker.close(() => { resolve() }) })
+      await new Promise<void>((resolve) => { server.close(() => { resolve() }) })
+    }
+  }
 }
 
 const valuesOf = (tokens: string[], messages: number): number =>
@@ -104,6 +147,18 @@ export async function benchMqtt (p: BenchPlatform, quick: boolean): Promise<Mqtt
     await new Promise<void>((resolve) => { server.close(() => { resolve() }) })
   }
 
+  progress('mqtt: a bare broker that only parses and COPYs, at QoS 1')
+  const { ids: storingIds, tokens: storingTokens } = await kitsFor()
+  const storing = await bareStoringBroker(p, new Map(storingTokens.map((token, i) => [token, storingIds[i] ?? 0])))
+  let bareStoring: number
+  try {
+    bareStoring = await publishAll(storing.url, storingTokens, messages, 1, start, async () => {})
+  } finally {
+    await storing.close()
+  }
+  const storedBare = await stored(storingIds)
+  if (storedBare !== values) throw new Error(`the storing bare broker: ${storedBare} of ${values} values stored after the last PUBACK`)
+
   const copyRate = await copyCeiling(p, kitCount, Math.round(values / kitCount), start)
   const figures = {
     kits: kitCount,
@@ -111,6 +166,7 @@ export async function benchMqtt (p: BenchPlatform, quick: boolean): Promise<Mqtt
     qos1: run(total, values, qos1Seconds),
     qos0: run(total, values, qos0Seconds),
     bare: { qos1: run(total, values, bareQos1), qos0: run(total, values, bareQos0) },
+    bareStoring: run(total, values, bareStoring),
     copy: { rows: values, rowsPerSecond: Math.round(copyRate) }
   }
   return {
