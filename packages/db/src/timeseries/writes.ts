@@ -141,12 +141,14 @@ const SAVEPOINT = 'esp_readings_copy'
 async function insertRaw (tx: Runner, sorted: ReadingRow[], before: Statement[]): Promise<{ inserted: ReadingRow[], after: Statement[] }> {
   const release: Statement[] = [{ text: `release savepoint ${SAVEPOINT}` }]
   let fallback = before
+  let copyError: unknown = null
   if (tx.copyBinary !== undefined) {
     try {
       await tx.copyBinary(READINGS_COPY_TARGET, binaryReadings(sorted), [...before, { text: `savepoint ${SAVEPOINT}` }])
       return { inserted: sorted, after: release }
-    } catch {
+    } catch (err) {
       // Whatever failed (the COPY, or a statement before it) fails again below with its own error.
+      copyError = err
       fallback = [{ text: `rollback to savepoint ${SAVEPOINT}` }]
     }
   }
@@ -159,7 +161,12 @@ async function insertRaw (tx: Runner, sorted: ReadingRow[], before: Statement[])
     on conflict (device_id, sensor_id, recorded_at) do nothing
     returning device_id, sensor_id, (extract(epoch from recorded_at) * 1000)::float8 as at`,
     params: [sorted.map((r) => r.deviceId), sorted.map((r) => r.sensorId), sorted.map((r) => r.recordedAt.getTime()), sorted.map((r) => r.value), sorted.map((r) => r.rawValue)]
-  }])
+  }]).catch((err: unknown) => {
+    // A statement before the savepoint failed, so there is no savepoint to return to (3B001) and
+    // the transaction is aborted (25P02): that statement's own error says why.
+    const code = (err as { code?: unknown }).code
+    throw (code === '3B001' || code === '25P02') && copyError !== null ? copyError : err
+  })
   const insertedKeys = results.at(-1) as InsertedKey[]
   const after = tx.copyBinary === undefined ? [] : release
   if (insertedKeys.length === sorted.length) return { inserted: sorted, after }

@@ -173,3 +173,19 @@ t.test('a write in a frame of its own takes three round trips: BEGIN with the CO
   const [inTransaction] = await connection`select pg_current_xact_id_if_assigned() is null as outside`
   t.equal(inTransaction?.outside, true, 'the connection is left outside any transaction')
 })
+
+t.test('a statement that fails before the COPY is the error the write reports, not the aborted transaction after it', async (t) => {
+  const database = await createTestDatabase(t)
+  const engine = nativeEngine()
+  const at = new Date(Date.UTC(2026, 5, 1))
+  await engine.prepare(postgresRunner(database.sql), [at])
+  const connection = await database.sql.reserve()
+  t.teardown(() => { connection.release() })
+  // No such device: its component cannot be inserted, ahead of the COPY in the first round trip.
+  const write = writeReadings(postgresRunner(connection), engine, [{ deviceId: 999_999, sensorId: 55, recordedAt: at, value: 1, rawValue: 1 }], undefined,
+    { before: [{ text: 'begin' }], after: [{ text: 'commit' }] })
+  await t.rejects(write, { code: '23503' })
+  await connection`rollback`
+  const [count] = await connection<{ n: number }[]>`select count(*)::int as n from readings`
+  t.equal(count?.n, 0)
+})
