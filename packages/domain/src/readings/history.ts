@@ -3,7 +3,7 @@ import { ApiError, errors } from '../errors.js'
 import { formatReadingTime, formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
-import { bucketStart, bucketStartMs, bucketStartsBetween, countBuckets, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { bucketStart, bucketStartMs, bucketStartsBetween, countBuckets, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
 
 export interface HistoryParams {
@@ -68,11 +68,14 @@ const tooManyBuckets = (count: number, rollup: string, max: number): ApiError =>
 function foldPairs (pairs: Float64Array, rollup: Rollup): BucketState[] {
   const states: BucketState[] = []
   let state: BucketState | undefined
+  // Pairs come in time order: a bucket's end is worked out once, not a bucket start per pair.
+  let end = -Infinity
   for (let i = 0; i < pairs.length; i += 2) {
     const at = pairs[i] as number
     const value = pairs[i + 1] as number
-    const bucket = bucketStartMs(at, rollup)
-    if (state === undefined || state.bucket !== bucket) {
+    if (state === undefined || at >= end) {
+      const bucket = bucketStartMs(at, rollup)
+      end = nextBucket(new Date(bucket), rollup).getTime()
       state = { bucket, count: 0, mean: 0, m2: 0, sum: 0, min: 0, max: 0, firstAt: at, first: value, lastAt: at, last: value }
       states.push(state)
     }
