@@ -19,6 +19,10 @@ export function pgliteRunner (db: PGlite): Runner {
     // `unnest($n::type[])` statements of the write path get their arrays as they are.
     query: async <T extends object>(text: string, params: unknown[] = []) => (await db.query<T>(text, params)).rows,
     // PGlite has no STDIN: a COPY reads the query's blob from its /dev/blob device.
+    copyOutBinary: async (query) => {
+      const { blob } = await db.query(`copy (${query}) to '/dev/blob' (format binary)`)
+      return blob === undefined ? [] : [new Uint8Array(await blob.arrayBuffer())]
+    },
     copyBinary: async (target, data, before = []) => {
       for (const statement of before) await db.query(statement.text, statement.params ?? [])
       await db.query(`copy ${target} from '/dev/blob' (format binary)`, [], { blob: new Blob([data]) })

@@ -14,6 +14,7 @@ export function recordingRunner (runner: Runner): { runner: Runner, log: string[
     trips: () => trips,
     runner: {
       query: async (text, params) => { trips++; log.push(words(text)); return await runner.query(text, params) },
+      copyOutBinary: async (query) => { trips++; log.push(`copy (${words(query)}`); return await runner.copyOutBinary(query) },
       ...(runner.pipeline === undefined
         ? {}
         : { pipeline: async (statements: readonly Statement[]) => { trips++; log.push(...statements.map((s) => words(s.text))); return await (runner.pipeline?.(statements) ?? []) } }),

@@ -1,4 +1,4 @@
-import type { Writable } from 'node:stream'
+import type { Readable, Writable } from 'node:stream'
 
 /**
  * The time-series layer: one interface, two engines (DESIGN.md). The SQL here runs through a
@@ -24,6 +24,11 @@ export interface Runner {
    * its start. Without it the write path inserts rows.
    */
   copyBinary?: (target: string, data: Uint8Array, before?: readonly Statement[]) => Promise<void>
+  /**
+   * The bytes of `COPY (query) TO STDOUT (FORMAT binary)`, in the chunks they came in (postgres.js;
+   * PGlite through its blob device). The query takes no parameters.
+   */
+  copyOutBinary: (query: string) => Promise<Uint8Array[]>
 }
 
 /** The statements on `runner`, pipelined where it can, each one's rows in order. */
@@ -95,7 +100,7 @@ export const asTextParams = (params: readonly unknown[]): unknown[] =>
   params.map((p) => Array.isArray(p) ? pgArrayLiteral(p) : p instanceof Date ? p.toISOString() : p)
 
 interface PostgresJs {
-  unsafe: (text: string, params?: never[], options?: { prepare?: boolean }) => PromiseLike<unknown> & { writable: () => Promise<Writable> }
+  unsafe: (text: string, params?: never[], options?: { prepare?: boolean }) => PromiseLike<unknown> & { writable: () => Promise<Writable>, readable: () => Promise<Readable> }
 }
 
 /** postgres.js as a Runner (a pool, a reserved connection or a transaction). */
@@ -107,6 +112,11 @@ export function postgresRunner (sql: PostgresJs): Runner {
     // postgres.js runs a query once asked for its result, and writes what is asked in one turn
     // together: on a transaction or a reserved connection, the statements share one round trip.
     pipeline: async (statements) => await Promise.all(statements.map(run)) as unknown[][],
+    copyOutBinary: async (query) => {
+      const chunks: Uint8Array[] = []
+      for await (const chunk of await sql.unsafe(`copy (${query}) to stdout (format binary)`).readable()) chunks.push(chunk as Uint8Array)
+      return chunks
+    },
     copyBinary: async (target, data, before = []) => {
       const ahead = Promise.all(before.map(run))
       const [settled, copy] = await Promise.allSettled([ahead, sql.unsafe(`copy ${target} from stdin (format binary)`).writable()])

@@ -1,6 +1,6 @@
 import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
 import type { AggregateState } from './states.js'
-import { PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
+import { COPY_BINARY_HEADER, PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
 
 /**
  * Per-bucket mergeable state as the query layer reads it from raw rows or a tier, with its
@@ -117,26 +117,40 @@ export async function rawStates (runner: Runner, q: StateQuery & { interval: str
 }
 
 /**
- * The raw readings of [from, until) as (epoch ms, value) pairs in time order, packed: a NULL
- * value is NaN. The first and last of a fine rollup are folded from these by the caller: grouped
- * in SQL they cost an array per bucket (first and last have no aggregate of their own), three
- * times what reading the rows costs.
+ * The raw readings of [from, until) as (epoch ms, value) pairs in time order; a NULL value is NaN.
+ * The first and last of a fine rollup are folded from these by the caller: grouped in SQL they
+ * cost an array per bucket (first and last have no aggregate of their own), twice what reading the
+ * rows costs. The rows come as a binary COPY: tens of thousands of them as text, or packed in one
+ * bytea, were megabytes of strings to parse, and the garbage showed in the slowest requests.
  */
 export async function rawPairs (runner: Runner, q: StateQuery): Promise<Float64Array> {
-  const [row] = await runner.query<{ pairs: Uint8Array | null }>(`
-    select string_agg(timestamptz_send(recorded_at) || float8send(coalesce(value, 'NaN')), ''::bytea order by recorded_at) as pairs
-    from readings
-    where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4`, [q.deviceId, q.sensorId, q.from, q.until])
-  const data = row?.pairs
-  if (data === null || data === undefined) return new Float64Array(0)
+  // COPY takes no parameters: the query's only values are integers and ISO times made here.
+  const chunks = await runner.copyOutBinary(`
+    select recorded_at, value from readings
+    where device_id = ${integer(q.deviceId)} and sensor_id = ${integer(q.sensorId)}
+      and recorded_at >= '${q.from.toISOString()}' and recorded_at < '${q.until.toISOString()}'
+    order by recorded_at`)
+  const data = chunks.length === 1 ? chunks[0] as Uint8Array : Buffer.concat(chunks)
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
-  const pairs = new Float64Array(data.byteLength / 8)
-  for (let at = 0, i = 0; at + 16 <= data.byteLength; at += 16, i += 2) {
-    // timestamptz_send: int64 microseconds since 2000, in two halves.
-    pairs[i] = Math.floor((view.getInt32(at) * TWO_32 + view.getUint32(at + 4)) / 1000) + PG_EPOCH_MS
-    pairs[i + 1] = view.getFloat64(at + 8)
+  if (data.byteLength < COPY_BINARY_HEADER.length) return new Float64Array(0)
+  const first = COPY_BINARY_HEADER.length + view.getUint32(COPY_BINARY_HEADER.length - 4)
+  // A row: a field count (2 bytes); the time's length (4) and int64 microseconds since 2000 (8);
+  // the value's length (4, -1 for NULL) and float8 (8).
+  let rows = 0
+  for (let at = first; at + 2 <= data.byteLength && view.getInt16(at) !== -1; at += 18 + Math.max(0, view.getInt32(at + 14))) rows++
+  const pairs = new Float64Array(rows * 2)
+  for (let i = 0, at = first; i < pairs.length; i += 2) {
+    const length = view.getInt32(at + 14)
+    pairs[i] = Math.floor((view.getInt32(at + 6) * TWO_32 + view.getUint32(at + 10)) / 1000) + PG_EPOCH_MS
+    pairs[i + 1] = length === -1 ? NaN : view.getFloat64(at + 18)
+    at += 18 + Math.max(0, length)
   }
   return pairs
+}
+
+function integer (n: number): string {
+  if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`)
+  return String(n)
 }
 
 /** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */

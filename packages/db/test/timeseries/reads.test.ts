@@ -1,0 +1,22 @@
+import t from 'tap'
+import { postgresRunner, rawPairs } from '@esp/db'
+import { createTestDatabase } from '@esp/db/testing'
+
+t.test('raw pairs come back by binary COPY: every time to the millisecond, in order, a NULL value as NaN, nothing outside the range', async (t) => {
+  const database = await createTestDatabase(t)
+  const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('r', 'r@example.org') returning id`
+  const [device] = await database.sql<{ id: number }[]>`insert into devices (owner_id, name) values (${user?.id ?? 0}, 'd') returning id`
+  const deviceId = device?.id ?? 0
+  await database.sql`select esp_ensure_reading_partitions('1999-12-01'::timestamptz, '2000-01-01'::timestamptz)`
+  const times = ['1999-12-31T23:59:59.999Z', '2000-01-01T00:00:00.000Z', '2000-01-01T00:00:00.001Z', '2000-01-31T12:00:00.500Z']
+  const values = [-273.15, null, 1.7976931348623157e308, 101325.00999999999]
+  for (const [i, at] of times.entries()) {
+    await database.sql`insert into readings (device_id, sensor_id, recorded_at, value, raw_value) values (${deviceId}, 55, ${at}, ${values[i] ?? null}, 0)`
+  }
+  await database.sql`insert into readings (device_id, sensor_id, recorded_at, value, raw_value) values (${deviceId}, 56, '2000-01-01T00:00:00Z', 7, 7)`
+  const pairs = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(times[0] ?? ''), until: new Date(times[3] ?? '') })
+  t.same([...pairs], [Date.parse(times[0] ?? ''), -273.15, Date.parse(times[1] ?? ''), NaN, Date.parse(times[2] ?? ''), 1.7976931348623157e308])
+  const none = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 57, from: new Date(0), until: new Date() })
+  t.equal(none.length, 0, 'no rows, no pairs')
+  await t.rejects(rawPairs(postgresRunner(database.sql), { deviceId: 1.5, sensorId: 55, from: new Date(0), until: new Date() }), /not an integer/, 'COPY takes only integers made here')
+})
