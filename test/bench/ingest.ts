@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
-import { binaryReadings, postgresRunner, READINGS_COPY_TARGET, type ReadingRow } from '@esp/db'
-import { makeDevices, type BenchPlatform } from './setup.js'
+import type { ReadingRow } from '@esp/db'
+import { copyRows, makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round, runScript } from './stats.js'
 
 export interface IngestFigures {
@@ -55,7 +55,7 @@ async function bareRoute (p: BenchPlatform, deviceCount: number, batches: number
       const value = entry.sensors[0]?.value ?? 0
       return { deviceId, sensorId: entry.sensors[0]?.id ?? 0, recordedAt: new Date(entry.recorded_at), value, rawValue: value }
     })
-    await p.database.sql.begin(async (tx) => { await postgresRunner(tx).copyBinary?.(READINGS_COPY_TARGET, binaryReadings(rows)) })
+    await copyRows(p.database, rows)
     return { id: 'ok' }
   })
   await app.listen({ port: 0, host: '127.0.0.1' })

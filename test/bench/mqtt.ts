@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process'
 import net from 'node:net'
 import path from 'node:path'
 import { Aedes } from 'aedes'
-import { binaryReadings, postgresRunner, READINGS_COPY_TARGET, type ReadingRow } from '@esp/db'
+import type { ReadingRow } from '@esp/db'
 import { kitReading } from '../../scripts/kit-simulator.js'
 import { parseRawPayload } from '../../services/ingest/src/broker/raw-payload.js'
 import { copyCeiling } from './ingest.js'
-import { makeDevices, type BenchPlatform } from './setup.js'
+import { copyRows, makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
 
 interface Run { messages: number, values: number, seconds: number, messagesPerSecond: number, valuesPerSecond: number }
@@ -55,7 +55,7 @@ async function publishAll (url: string, tokens: string[], messages: number, qos:
  * commit. No validation, device or sensor lookup, tiers or latest values, and the devices are known
  * beforehand: an upper bound for any broker that acknowledges after storing, on this machine.
  */
-async function bareStoringBroker (p: BenchPlatform, deviceOf: Map<string, number>): Promise<{ url: string, close: () => Promise<void> }> {
+async function bareStoringBroker (p: BenchPlatform, deviceOf: Map<string, number>): Promise<ListeningBroker> {
   const broker = await Aedes.createBroker()
   let batch: { rows: ReadingRow[], done: (error?: Error | null) => void }[] = []
   let timer: NodeJS.Timeout | undefined
@@ -65,7 +65,7 @@ async function bareStoringBroker (p: BenchPlatform, deviceOf: Map<string, number
     const taken = batch
     batch = []
     const rows = taken.flatMap((message) => message.rows)
-    p.database.sql.begin(async (tx) => { await postgresRunner(tx).copyBinary?.(READINGS_COPY_TARGET, binaryReadings(rows)) })
+    copyRows(p.database, rows)
       .then(() => { for (const message of taken) message.done(null) }, (err: Error) => { for (const message of taken) message.done(err) })
   }
   broker.authorizePublish = (client, packet, done) => {
@@ -76,6 +76,13 @@ async function bareStoringBroker (p: BenchPlatform, deviceOf: Map<string, number
     if (batch.length >= 500) flush()
     else timer ??= setTimeout(flush, 3)
   }
+  return await listenBroker(broker)
+}
+
+interface ListeningBroker { url: string, close: () => Promise<void> }
+
+/** A broker of the bench's own on a free port, and how to close it. */
+async function listenBroker (broker: Aedes): Promise<ListeningBroker> {
   const server = net.createServer(broker.handle)
   await new Promise<void>((resolve) => { server.listen(0, '127.0.0.1', resolve) })
   const address = server.address()
@@ -133,18 +140,14 @@ export async function benchMqtt (p: BenchPlatform, quick: boolean): Promise<Mqtt
   const bare = await Aedes.createBroker()
   let received = 0
   bare.on('publish', (_packet, client) => { if (client !== null && client !== undefined) received++ })
-  const server = net.createServer(bare.handle)
-  await new Promise<void>((resolve) => { server.listen(0, '127.0.0.1', resolve) })
-  const address = server.address()
-  const bareUrl = `mqtt://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
+  const bareListening = await listenBroker(bare)
   let bareQos1: number, bareQos0: number
   try {
-    bareQos1 = await publishAll(bareUrl, qos1Tokens, messages, 1, start, async () => {})
+    bareQos1 = await publishAll(bareListening.url, qos1Tokens, messages, 1, start, async () => {})
     received = 0
-    bareQos0 = await publishAll(bareUrl, qos0Tokens, messages, 0, start, async () => { await until(() => received >= total) })
+    bareQos0 = await publishAll(bareListening.url, qos0Tokens, messages, 0, start, async () => { await until(() => received >= total) })
   } finally {
-    await new Promise<void>((resolve) => { bare.close(() => { resolve() }) })
-    await new Promise<void>((resolve) => { server.close(() => { resolve() }) })
+    await bareListening.close()
   }
 
   progress('mqtt: a bare broker that only parses and COPYs, at QoS 1')

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { apiService } from '@esp/api'
-import { createDatabase, type Database, dropDatabase, migrateDatabase, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
+import { binaryReadings, createDatabase, type Database, dropDatabase, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
 import { systemClock } from '@esp/domain'
 import { buildServer } from '@esp/http'
 import { exporterService } from '@esp/exporter'
@@ -78,6 +78,14 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
     }
   }
+}
+
+/**
+ * Rows committed as the write path copies them (binary COPY in a transaction) and nothing else:
+ * what the bare baselines of cases 1 and 2 do with what they receive.
+ */
+export async function copyRows (database: Database, rows: readonly ReadingRow[]): Promise<void> {
+  await database.sql.begin(async (tx) => { await postgresRunner(tx).copyBinary?.(READINGS_COPY_TARGET, binaryReadings(rows)) })
 }
 
 export async function makeDevices (database: Database, ownerId: number, count: number): Promise<number[]> {

@@ -14,3 +14,7 @@ export const PG_EPOCH_MS = 946_684_800_000
 
 /** An int64 travels as two 32-bit halves, high * TWO_32 + low, so that no BigInt is made per row. */
 export const TWO_32 = 4_294_967_296
+
+/** The binary timestamp (int64 microseconds since 2000) at `offset` of `view`, in epoch ms. */
+export const timestampMsAt = (view: DataView, offset: number): number =>
+  Math.floor((view.getInt32(offset) * TWO_32 + view.getUint32(offset + 4)) / 1000) + PG_EPOCH_MS

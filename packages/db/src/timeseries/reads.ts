@@ -1,6 +1,6 @@
 import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
 import type { AggregateState } from './states.js'
-import { COPY_BINARY_HEADER, PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
+import { COPY_BINARY_HEADER, timestampMsAt } from '../copy-binary.js'
 
 /**
  * Per-bucket mergeable state as the query layer reads it from raw rows or a tier, with its
@@ -141,7 +141,7 @@ export async function rawPairs (runner: Runner, q: StateQuery): Promise<Float64A
   const pairs = new Float64Array(rows * 2)
   for (let i = 0, at = first; i < pairs.length; i += 2) {
     const length = view.getInt32(at + 14)
-    pairs[i] = Math.floor((view.getInt32(at + 6) * TWO_32 + view.getUint32(at + 10)) / 1000) + PG_EPOCH_MS
+    pairs[i] = timestampMsAt(view, at + 6)
     pairs[i + 1] = length === -1 ? NaN : view.getFloat64(at + 18)
     at += 18 + Math.max(0, length)
   }

@@ -37,7 +37,7 @@ export async function writeReadings (tx: Runner, engine: TimeSeriesEngine, rows:
     .filter((r, i, all) => !sameReading(r, all[i - 1]))
   // Pairs the caller ensured are skipped; the others are inserted here but not remembered, since
   // this transaction may yet roll back.
-  const components = componentsStatement(sorted, knownComponents, undefined)
+  const components = componentsStatement(sorted, knownComponents)
   const { inserted, after } = sorted.length === 0
     ? { inserted: [], after: [] }
     : await insertRaw(tx, sorted, [...frame.before, ...(components === null ? [] : [components])])
@@ -78,10 +78,6 @@ export class KnownComponents {
     if (sensors === undefined) this.sensorsOf.set(deviceId, new Set([sensorId]))
     else sensors.add(sensorId)
   }
-
-  forEach (fn: (deviceId: number, sensorId: number) => void): void {
-    for (const [deviceId, sensors] of this.sensorsOf) for (const sensorId of sensors) fn(deviceId, sensorId)
-  }
 }
 
 /**
@@ -92,16 +88,17 @@ export class KnownComponents {
  * the same new kit waited for each other's whole transaction.
  */
 export async function ensureComponents (runner: Runner, rows: readonly ReadingRow[], known?: KnownComponents): Promise<void> {
-  const fresh = new KnownComponents()
-  const statement = componentsStatement(rows, known, fresh)
+  const statement = componentsStatement(rows, known)
   if (statement === null) return
   await runner.query(statement.text, statement.params)
   // Remembered once committed: this insert commits on its own.
-  fresh.forEach((deviceId, sensorId) => known?.add(deviceId, sensorId))
+  const [devices, sensors] = statement.params as [number[], number[]]
+  devices.forEach((deviceId, i) => known?.add(deviceId, sensors[i] as number))
 }
 
-/** The insert of the pairs `known` lacks (null when there are none), each added to `fresh`. */
-function componentsStatement (rows: readonly ReadingRow[], known: KnownComponents | undefined, fresh = new KnownComponents()): Statement | null {
+/** The insert of the (device, sensor) pairs `known` lacks, sorted; null when there are none. */
+function componentsStatement (rows: readonly ReadingRow[], known: KnownComponents | undefined): Statement | null {
+  const fresh = new KnownComponents()
   const pairs: [number, number][] = []
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as ReadingRow

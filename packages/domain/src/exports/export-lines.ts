@@ -1,6 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream'
 import { DAY_MS, formatReadingTime, readingDatePrefix } from '../time.js'
-import { COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32 } from '@esp/db'
+import { COPY_BINARY_SIGNATURE, timestampMsAt } from '@esp/db'
 import type { ExportFormat } from './copy-sql.js'
 
 /** the largest binary row (with a float8) and the longest line one row can make */
@@ -152,7 +152,7 @@ export class ExportLines extends Transform {
         out = this.out = Buffer.allocUnsafeSlow(OUT_BYTES)
         n = this.written = this.pushed = 0
       }
-      const ms = Math.floor((view.getInt32(at + 6) * TWO_32 + view.getUint32(at + 10)) / 1000) + PG_EPOCH_MS
+      const ms = timestampMsAt(view, at + 6)
       const sensor = view.getInt32(at + 18)
       if (sensor !== this.sensor) this.sensorChanged(sensor)
       n = this.time(out, n, ms)

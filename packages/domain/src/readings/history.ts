@@ -3,7 +3,7 @@ import { ApiError, errors } from '../errors.js'
 import { formatReadingTime, formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
-import { bucketStart, bucketStartMs, bucketStartsBetween, countBuckets, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { bucketStartMs, bucketStartsBetween, countBuckets, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
 
 export interface HistoryParams {
@@ -193,7 +193,7 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
   for (const part of parts) {
     for (const row of part.rows) {
       if (row.count === 0) continue
-      const key = part.binned ? row.bucket : bucketStart(new Date(row.bucket), rollup).getTime()
+      const key = part.binned ? row.bucket : bucketStartMs(row.bucket, rollup)
       const state: AggregateState = row
       const last = starts.length - 1
       const lastKey = starts[last] ?? -Infinity
