@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream'
-import { DAY_MS, formatReadingTime, readingDatePrefix } from '../time.js'
+import { ascii, bytes, latin1, ReadingTimeBytes } from '../text-bytes.js'
 import { COPY_BINARY_SIGNATURE, timestampMsAt } from '@esp/db'
 import type { ExportFormat } from './copy-sql.js'
 
@@ -12,26 +12,6 @@ const OUT_BYTES = 65_536
 const VALUE_SLOTS = 16_384
 const VALUE_BYTES = 32
 const SLOT_SHIFT = 32 - Math.log2(VALUE_SLOTS)
-/** `00` to `99`, two ASCII digits each */
-const TWO_DIGITS = Uint8Array.from({ length: 200 }, (_, i) => 0x30 + (i % 2 === 0 ? Math.floor(i / 20) : (i >> 1) % 10))
-
-/**
- * Copies `length` bytes of `from` at `start` into `out` at `at`, returning the next offset. For the
- * few bytes of a field, a loop the JIT inlines is several times cheaper than a native copy.
- */
-function bytes (out: Uint8Array, at: number, from: Uint8Array, start: number, length: number): number {
-  for (let i = 0; i < length; i++) out[at + i] = from[start + i] as number
-  return at + length
-}
-
-/** Copies a short ASCII string into `out` at `at`, returning the next offset. */
-function ascii (out: Uint8Array, at: number, text: string): number {
-  for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i)
-  return at + text.length
-}
-
-const latin1 = (text: string): Uint8Array => Buffer.from(text, 'latin1')
-
 export const EXPORT_CSV_HEADER = 'recorded_at,sensor_id,value\n'
 
 /**
@@ -55,10 +35,8 @@ export class ExportLines extends Transform {
   private out = Buffer.alloc(0)
   private written = 0
   private pushed = 0
-  /** the day whose head is kept: [dayStart, dayStart + DAY_MS) in epoch ms */
-  private dayStart = Number.NaN
-  private dayHead: Uint8Array = new Uint8Array(0)
-  private readonly lineHead: string
+  /** the line's head and its time, up to the `Z` */
+  private readonly times: ReadingTimeBytes
   private sensor = Number.NaN
   /** `Z` and what follows the time up to the value, for `sensor` */
   private join: Uint8Array = new Uint8Array(0)
@@ -74,7 +52,7 @@ export class ExportLines extends Transform {
   constructor (format: ExportFormat) {
     super()
     this.ndjson = format === 'ndjson'
-    this.lineHead = this.ndjson ? '{"recorded_at":"' : ''
+    this.times = new ReadingTimeBytes(this.ndjson ? '{"recorded_at":"' : '')
     this.lineEnd = latin1(this.ndjson ? '}\n' : '\n')
     this.nullValue = latin1(this.ndjson ? 'null' : '')
     if (!this.ndjson) this.push(EXPORT_CSV_HEADER)
@@ -155,7 +133,7 @@ export class ExportLines extends Transform {
       const ms = timestampMsAt(view, at + 6)
       const sensor = view.getInt32(at + 18)
       if (sensor !== this.sensor) this.sensorChanged(sensor)
-      n = this.time(out, n, ms)
+      n = this.times.write(out, n, ms)
       n = bytes(out, n, this.join, 0, this.join.length)
       if (valueLength === -1) {
         n = bytes(out, n, this.nullValue, 0, this.nullValue.length)
@@ -171,42 +149,6 @@ export class ExportLines extends Transform {
     }
     this.written = n
     return at
-  }
-
-  /** Writes the line's head and time up to the `Z`, which `join` carries. */
-  private time (out: Uint8Array, at: number, ms: number): number {
-    let into = ms - this.dayStart
-    if (!(into >= 0 && into < DAY_MS)) {
-      const prefix = readingDatePrefix(ms)
-      // Years outside 0000-9999 print in the long form: no day is kept for them.
-      if (prefix === null) return ascii(out, at, this.lineHead + formatReadingTime(ms).slice(0, -1))
-      this.dayStart = Math.floor(ms / DAY_MS) * DAY_MS
-      this.dayHead = latin1(this.lineHead + prefix)
-      into = ms - this.dayStart
-    }
-    let n = bytes(out, at, this.dayHead, 0, this.dayHead.length)
-    const seconds = Math.floor(into / 1000)
-    const fraction = into - seconds * 1000
-    const hours = Math.floor(seconds / 3600)
-    const minutes = Math.floor(seconds / 60) - hours * 60
-    const secs = seconds - Math.floor(seconds / 60) * 60
-    out[n] = TWO_DIGITS[hours * 2] as number
-    out[n + 1] = TWO_DIGITS[hours * 2 + 1] as number
-    out[n + 2] = 0x3a // :
-    out[n + 3] = TWO_DIGITS[minutes * 2] as number
-    out[n + 4] = TWO_DIGITS[minutes * 2 + 1] as number
-    out[n + 5] = 0x3a
-    out[n + 6] = TWO_DIGITS[secs * 2] as number
-    out[n + 7] = TWO_DIGITS[secs * 2 + 1] as number
-    n += 8
-    if (fraction !== 0) {
-      out[n] = 0x2e // .
-      out[n + 1] = 0x30 + Math.floor(fraction / 100)
-      out[n + 2] = TWO_DIGITS[(fraction % 100) * 2] as number
-      out[n + 3] = TWO_DIGITS[(fraction % 100) * 2 + 1] as number
-      n += 4
-    }
-    return n
   }
 
   private sensorChanged (sensor: number): void {
