@@ -48,9 +48,14 @@ export const representationPlugin = fp(async (app: FastifyInstance) => {
   })
 
   app.addHook('onSend', async (request, reply, payload) => {
-    if (typeof payload !== 'string' || !isJson(reply)) return payload
-    let body = payload
     const envelope = request.envelope ?? readEnvelope(request)
+    if ((!envelope.pretty && envelope.callback === undefined) || !isJson(reply)) return payload
+    // A body a route wrote as bytes itself (long rollups) is rewritten as its text; an encoded one
+    // (the world map's gzip) is not JSON text, and those routes send the plain text here instead.
+    if (Buffer.isBuffer(payload) && reply.getHeader('content-encoding') !== undefined) return payload
+    const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null
+    if (text === null) return payload
+    let body = text
     if (envelope.pretty) {
       try {
         body = JSON.stringify(JSON.parse(body), null, 2)

@@ -37,6 +37,19 @@ t.test('rollups answer with the contract fields, newest first, from tiers and ra
   t.same(raw.readings, [['2026-11-21T23:50:00Z', 25], ['2026-11-21T23:40:00Z', 24]])
 })
 
+t.test('a rollup is JSON with its charset, and takes pretty and callback as every route does', async (t) => {
+  const { app, device } = await seeded(t)
+  const url = `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&from=2026-11-20&to=2026-11-21T23:59:59Z`
+  const plain = await app.inject({ url })
+  t.equal(plain.headers['content-type'], 'application/json; charset=utf-8')
+  t.equal(plain.body, JSON.stringify(plain.json()), 'compact, as the serializer wrote it')
+  const pretty = await app.inject({ url: `${url}&pretty=true` })
+  t.equal(pretty.body, JSON.stringify(plain.json(), null, 2))
+  const jsonp = await app.inject({ url: `${url}&callback=window.cb` })
+  t.equal(jsonp.headers['content-type'], 'application/javascript; charset=utf-8')
+  t.equal(jsonp.body, `/**/window.cb(${plain.body})`)
+})
+
 t.test('all_intervals fills every bucket of the range with null where empty', async (t) => {
   const { app, device } = await seeded(t)
   const res = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&from=2026-11-18&to=2026-11-22T00:00:00Z&all_intervals=true` })).json()

@@ -10,6 +10,97 @@ import { COPY_BINARY_HEADER, timestampMsAt } from '../copy-binary.js'
  */
 export interface BucketState extends AggregateState { bucket: number }
 
+/** Where each number of a state sits in a run of BucketStates. */
+const FIELD = { bucket: 0, count: 1, mean: 2, m2: 3, sum: 4, min: 5, max: 6, firstAt: 7, first: 8, lastAt: 9, last: 10 } as const
+const FIELDS = Object.keys(FIELD).length
+
+/**
+ * Bucket states in time order, a run of numbers a bucket in one Float64Array: a fine rollup reads
+ * thousands, and an object each (eleven boxed numbers) was a third of such a request's garbage.
+ */
+export class BucketStates {
+  private data: Float64Array
+  private size = 0
+
+  constructor (capacity = 0) { this.data = new Float64Array(Math.max(1, capacity) * FIELDS) }
+
+  get length (): number { return this.size }
+
+  /** Appends a bucket holding nothing yet (see BucketState); returns its index. */
+  add (bucket: number): number {
+    if ((this.size + 1) * FIELDS > this.data.length) {
+      const grown = new Float64Array(this.data.length * 2)
+      grown.set(this.data)
+      this.data = grown
+    }
+    const at = this.size * FIELDS
+    this.data.fill(0, at, at + FIELDS)
+    this.data[at + FIELD.bucket] = bucket
+    this.data[at + FIELD.firstAt] = Infinity
+    this.data[at + FIELD.first] = NaN
+    this.data[at + FIELD.lastAt] = -Infinity
+    this.data[at + FIELD.last] = NaN
+    return this.size++
+  }
+
+  bucket (i: number): number { return this.data[i * FIELDS + FIELD.bucket] as number }
+  count (i: number): number { return this.data[i * FIELDS + FIELD.count] as number }
+
+  /** Copies bucket `i`'s state into `into` (no object is made), and returns it. */
+  read (i: number, into: AggregateState): AggregateState {
+    const d = this.data
+    const at = i * FIELDS
+    into.count = d[at + FIELD.count] as number
+    into.mean = d[at + FIELD.mean] as number
+    into.m2 = d[at + FIELD.m2] as number
+    into.sum = d[at + FIELD.sum] as number
+    into.min = d[at + FIELD.min] as number
+    into.max = d[at + FIELD.max] as number
+    into.firstAt = d[at + FIELD.firstAt] as number
+    into.first = d[at + FIELD.first] as number
+    into.lastAt = d[at + FIELD.lastAt] as number
+    into.last = d[at + FIELD.last] as number
+    return into
+  }
+
+  /** Sets bucket `i`'s count, first and last, as a fold of raw readings finds them. */
+  setFirstLast (i: number, count: number, firstAt: number, first: number, lastAt: number, last: number): void {
+    const at = i * FIELDS
+    this.data[at + FIELD.count] = count
+    this.data[at + FIELD.firstAt] = firstAt
+    this.data[at + FIELD.first] = first
+    this.data[at + FIELD.lastAt] = lastAt
+    this.data[at + FIELD.last] = last
+  }
+
+  /** The states as objects, for the few callers that want them so. */
+  toArray (): BucketState[] {
+    return Array.from({ length: this.size }, (_, i) => ({ bucket: this.bucket(i), ...this.read(i, emptyState()) }))
+  }
+
+  /**
+   * The states of `packed` bytes: runs of float8 numbers, a bucket's start then its `fields`. A NaN
+   * is a SQL NULL, and leaves its field holding what merges as nothing, as `add` set it (a first or
+   * last value stays NaN, its time telling it is none).
+   */
+  static unpacked (bytes: Uint8Array | null | undefined, fields: readonly number[]): BucketStates {
+    const width = 8 * (1 + fields.length)
+    const states = new BucketStates(bytes === null || bytes === undefined ? 0 : Math.floor(bytes.byteLength / width))
+    if (bytes === null || bytes === undefined) return states
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    for (let at = 0; at + width <= bytes.byteLength; at += width) {
+      const row = states.add(view.getFloat64(at)) * FIELDS
+      for (let f = 0; f < fields.length; f++) {
+        const value = view.getFloat64(at + 8 + 8 * f)
+        if (!Number.isNaN(value)) states.data[row + (fields[f] as number)] = value
+      }
+    }
+    return states
+  }
+}
+
+const emptyState = (): AggregateState => ({ count: 0, mean: 0, m2: 0, sum: 0, min: 0, max: 0, firstAt: Infinity, first: NaN, lastAt: -Infinity, last: NaN })
+
 export interface StateQuery {
   deviceId: number
   sensorId: number
@@ -39,33 +130,12 @@ const packed = (expressions: readonly string[]): string => expressions.map((e) =
 /** The count and the `parts` of a state from `sql`, in the order unpack reads them. */
 const stateExpressions = (sql: StateSql, parts: Part[]): string[] => [sql.count, ...parts.flatMap((part) => sql[part])]
 
-/** What a NaN (a SQL NULL) of a packed part stands for. */
-const or = (value: number, otherwise: number): number => Number.isNaN(value) ? otherwise : value
+/** The fields each part fills, in the order `packed` writes them. */
+const PART_FIELDS: Record<Part, number[]> = { meanM2: [FIELD.mean, FIELD.m2], sum: [FIELD.sum], min: [FIELD.min], max: [FIELD.max], first: [FIELD.firstAt, FIELD.first], last: [FIELD.lastAt, FIELD.last] }
 
-/**
- * Unpacks the bytes `packed` made of a bucket and the state of `parts` into states. No closure is
- * made per row: a fine rollup unpacks thousands.
- */
-function unpack (data: Uint8Array | null | undefined, parts: Part[]): BucketState[] {
-  if (data === null || data === undefined) return []
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
-  const has = (part: Part): boolean => parts.includes(part)
-  const [meanM2, sum, min, max, first, last] = [has('meanM2'), has('sum'), has('min'), has('max'), has('first'), has('last')]
-  const width = 8 * (2 + (meanM2 ? 2 : 0) + (sum ? 1 : 0) + (min ? 1 : 0) + (max ? 1 : 0) + (first ? 2 : 0) + (last ? 2 : 0))
-  const states: BucketState[] = []
-  for (let at = 0; at + width <= data.byteLength; at += width) {
-    const state: BucketState = { bucket: view.getFloat64(at), count: view.getFloat64(at + 8), mean: 0, m2: 0, sum: 0, min: 0, max: 0, firstAt: Infinity, first: NaN, lastAt: -Infinity, last: NaN }
-    let o = at + 16
-    if (meanM2) { state.mean = or(view.getFloat64(o), 0); state.m2 = or(view.getFloat64(o + 8), 0); o += 16 }
-    if (sum) { state.sum = or(view.getFloat64(o), 0); o += 8 }
-    if (min) { state.min = or(view.getFloat64(o), 0); o += 8 }
-    if (max) { state.max = or(view.getFloat64(o), 0); o += 8 }
-    if (first) { state.firstAt = or(view.getFloat64(o), Infinity); state.first = view.getFloat64(o + 8); o += 16 }
-    if (last) { state.lastAt = or(view.getFloat64(o), -Infinity); state.last = view.getFloat64(o + 8) }
-    states.push(state)
-  }
-  return states
-}
+/** Unpacks the bytes `packed` made of a bucket and the state of `parts`. */
+const unpack = (data: Uint8Array | null | undefined, parts: Part[]): BucketStates =>
+  BucketStates.unpacked(data, [FIELD.count, ...parts.flatMap((part) => PART_FIELDS[part])])
 
 const TIER_SQL: StateSql = {
   count: 'count::float8',
@@ -89,7 +159,7 @@ const RAW_SQL: StateSql = {
 }
 
 /** Stored tier states in [from, until), ascending: the planner only asks for tier-aligned ranges. */
-export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { fn?: string }): Promise<BucketState[]> {
+export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { fn?: string }): Promise<BucketStates> {
   const parts = partsFor(q.fn)
   const [row] = await runner.query<{ states: Uint8Array | null }>(`
     select string_agg(${packed(['(extract(epoch from tier.bucket) * 1000)::float8', ...stateExpressions(TIER_SQL, parts)])}, ''::bytea order by tier.bucket) as states
@@ -99,58 +169,77 @@ export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { 
 }
 
 /** States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`, in bucket order. */
-export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, fn: string }): Promise<BucketState[]> {
+export async function rawStates (runner: Runner, q: StateQuery & { interval: string, origin: string, fn: string }): Promise<BucketStates> {
   const parts = partsFor(q.fn)
   const columns = stateExpressions(RAW_SQL, parts)
   const names = columns.map((_, i) => `c${i}`)
   // Grouped by the timestamp itself; only the result rows become epoch numbers (extract() is
   // numeric arithmetic, far too slow to run once per raw row).
-  const [row] = await runner.query<{ states: Uint8Array | null }>(`
-    select string_agg(${packed(['(extract(epoch from s.bucket_at) * 1000)::float8', ...names])}, ''::bytea order by s.bucket_at) as states
+  const states = await copyOutBytes(runner, `
+    select string_agg(${packed(['(extract(epoch from s.bucket_at) * 1000)::float8', ...names])}, ''::bytea order by s.bucket_at)
     from (
-      select date_bin($5::interval, recorded_at, $6::timestamptz) as bucket_at, ${columns.map((c, i) => `${c} as ${names[i] ?? ''}`).join(', ')}
+      select date_bin(${quoted(q.interval)}::interval, recorded_at, ${quoted(q.origin)}::timestamptz) as bucket_at, ${columns.map((c, i) => `${c} as ${names[i] ?? ''}`).join(', ')}
       from readings
-      where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
+      where device_id = ${integer(q.deviceId)} and sensor_id = ${integer(q.sensorId)} and recorded_at >= ${quoted(q.from.toISOString())} and recorded_at < ${quoted(q.until.toISOString())}
       group by 1
-    ) as s`, [q.deviceId, q.sensorId, q.from, q.until, q.interval, q.origin])
-  return unpack(row?.states, parts)
+    ) as s`)
+  return unpack(states, parts)
 }
 
 /**
- * The raw readings of [from, until) as (epoch ms, value) pairs in time order; a NULL value is NaN.
- * The first and last of a fine rollup are folded from these by the caller: grouped in SQL they
- * cost an array per bucket (first and last have no aggregate of their own), twice what reading the
- * rows costs. The rows come as a binary COPY: tens of thousands of them as text, or packed in one
- * bytea, were megabytes of strings to parse, and the garbage showed in the slowest requests.
+ * The raw readings of [from, until) as (epoch ms, value) pairs in time order, at most `limit` of
+ * them (the first ones); a NULL value is NaN. The first and last of a fine rollup are folded from
+ * these by the caller: grouped in SQL they cost an array per bucket (first and last have no
+ * aggregate of their own), twice what reading the rows costs. The pairs come packed in one bytea
+ * (16 bytes a reading) through a binary COPY: as COPY rows, each was a message for postgres.js to
+ * take apart, and as a query's bytea, megabytes of hex text.
  */
-export async function rawPairs (runner: Runner, q: StateQuery): Promise<Float64Array> {
-  // COPY takes no parameters: the query's only values are integers and ISO times made here.
-  const chunks = await runner.copyOutBinary(`
-    select recorded_at, value from readings
-    where device_id = ${integer(q.deviceId)} and sensor_id = ${integer(q.sensorId)}
-      and recorded_at >= '${q.from.toISOString()}' and recorded_at < '${q.until.toISOString()}'
-    order by recorded_at`)
-  const data = chunks.length === 1 ? chunks[0] as Uint8Array : Buffer.concat(chunks)
+export async function rawPairs (runner: Runner, q: StateQuery & { limit: number }): Promise<Float64Array> {
+  const data = await copyOutBytes(runner, `
+    select string_agg(timestamptz_send(recorded_at) || float8send(coalesce(value, 'NaN')), ''::bytea order by recorded_at)
+    from (
+      select recorded_at, value from readings
+      where device_id = ${integer(q.deviceId)} and sensor_id = ${integer(q.sensorId)}
+        and recorded_at >= ${quoted(q.from.toISOString())} and recorded_at < ${quoted(q.until.toISOString())}
+      order by recorded_at
+      limit ${integer(q.limit)}
+    ) as r`)
+  if (data === null) return new Float64Array(0)
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
-  if (data.byteLength < COPY_BINARY_HEADER.length) return new Float64Array(0)
-  const first = COPY_BINARY_HEADER.length + view.getUint32(COPY_BINARY_HEADER.length - 4)
-  // A row: a field count (2 bytes); the time's length (4) and int64 microseconds since 2000 (8);
-  // the value's length (4, -1 for NULL) and float8 (8).
-  let rows = 0
-  for (let at = first; at + 2 <= data.byteLength && view.getInt16(at) !== -1; at += 18 + Math.max(0, view.getInt32(at + 14))) rows++
-  const pairs = new Float64Array(rows * 2)
-  for (let i = 0, at = first; i < pairs.length; i += 2) {
-    const length = view.getInt32(at + 14)
-    pairs[i] = timestampMsAt(view, at + 6)
-    pairs[i + 1] = length === -1 ? NaN : view.getFloat64(at + 18)
-    at += 18 + Math.max(0, length)
+  // A pair: int64 microseconds since 2000 and a float8.
+  const pairs = new Float64Array(Math.floor(data.byteLength / 16) * 2)
+  for (let i = 0, at = 0; i < pairs.length; i += 2, at += 16) {
+    pairs[i] = timestampMsAt(view, at)
+    pairs[i + 1] = view.getFloat64(at + 8)
   }
   return pairs
 }
 
+/**
+ * The one bytea a query answers, as its bytes: through a binary COPY (which takes no parameters),
+ * since a bytea in a query's answer comes as hex text, twice its size, to parse.
+ */
+async function copyOutBytes (runner: Runner, query: string): Promise<Uint8Array | null> {
+  const chunks = await runner.copyOutBinary(query)
+  const data = chunks.length === 1 ? chunks[0] as Uint8Array : Buffer.concat(chunks)
+  if (data.byteLength < COPY_BINARY_HEADER.length) return null
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
+  // After the header: the row's field count (2 bytes), the field's length (4, -1 for NULL), its bytes.
+  const at = COPY_BINARY_HEADER.length + view.getUint32(COPY_BINARY_HEADER.length - 4)
+  if (data.byteLength < at + 6 || view.getInt16(at) !== 1) return null
+  const length = view.getInt32(at + 2)
+  return length < 0 ? null : data.subarray(at + 6, at + 6 + length)
+}
+
+/** COPY takes no parameters: its queries' only values are integers, and times and intervals made here. */
 function integer (n: number): string {
   if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`)
   return String(n)
+}
+
+function quoted (text: string): string {
+  if (!/^[\w :.+-]*$/.test(text)) throw new Error(`not a time or an interval: ${text}`)
+  return `'${text}'`
 }
 
 /** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */

@@ -30,22 +30,41 @@ export function stateOf (at: number, value: number): AggregateState {
 export function mergeStates (a: AggregateState, b: AggregateState): AggregateState {
   if (b.count === 0) return a
   if (a.count === 0) return b
+  const merged = { ...a }
+  mergeInto(merged, b)
+  return merged
+}
+
+/** mergeStates into `a` itself, for folds of thousands of buckets that make no object each. */
+export function mergeInto (a: AggregateState, b: AggregateState): void {
+  if (b.count === 0) return
+  if (a.count === 0) {
+    copyState(a, b)
+    return
+  }
   const count = a.count + b.count
   const delta = b.mean - a.mean
-  const takeFirstOfB = b.firstAt < a.firstAt
-  const takeLastOfB = b.lastAt > a.lastAt
-  return {
-    count,
-    mean: a.mean + delta * (b.count / count),
-    m2: a.m2 + b.m2 + delta * delta * (a.count * b.count / count),
-    sum: a.sum + b.sum,
-    min: Math.min(a.min, b.min),
-    max: Math.max(a.max, b.max),
-    firstAt: takeFirstOfB ? b.firstAt : a.firstAt,
-    first: takeFirstOfB ? b.first : a.first,
-    lastAt: takeLastOfB ? b.lastAt : a.lastAt,
-    last: takeLastOfB ? b.last : a.last
-  }
+  a.mean += delta * (b.count / count)
+  a.m2 += b.m2 + delta * delta * (a.count * b.count / count)
+  a.count = count
+  a.sum += b.sum
+  a.min = Math.min(a.min, b.min)
+  a.max = Math.max(a.max, b.max)
+  if (b.firstAt < a.firstAt) { a.firstAt = b.firstAt; a.first = b.first }
+  if (b.lastAt > a.lastAt) { a.lastAt = b.lastAt; a.last = b.last }
+}
+
+export function copyState (into: AggregateState, from: AggregateState): void {
+  into.count = from.count
+  into.mean = from.mean
+  into.m2 = from.m2
+  into.sum = from.sum
+  into.min = from.min
+  into.max = from.max
+  into.firstAt = from.firstAt
+  into.first = from.first
+  into.lastAt = from.lastAt
+  into.last = from.last
 }
 
 /** Welford's update of a state with one more reading. */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { postgresRunner, rawPairs } from '@esp/db'
+import { postgresRunner, rawPairs, rawStates } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 
 t.test('raw pairs come back by binary COPY: every time to the millisecond, in order, a NULL value as NaN, nothing outside the range', async (t) => {
@@ -14,9 +14,14 @@ t.test('raw pairs come back by binary COPY: every time to the millisecond, in or
     await database.sql`insert into readings (device_id, sensor_id, recorded_at, value, raw_value) values (${deviceId}, 55, ${at}, ${values[i] ?? null}, 0)`
   }
   await database.sql`insert into readings (device_id, sensor_id, recorded_at, value, raw_value) values (${deviceId}, 56, '2000-01-01T00:00:00Z', 7, 7)`
-  const pairs = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(times[0] ?? ''), until: new Date(times[3] ?? '') })
+  const pairs = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(times[0] ?? ''), until: new Date(times[3] ?? ''), limit: 10 })
   t.same([...pairs], [Date.parse(times[0] ?? ''), -273.15, Date.parse(times[1] ?? ''), NaN, Date.parse(times[2] ?? ''), 1.7976931348623157e308])
-  const none = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 57, from: new Date(0), until: new Date() })
+  const firstTwo = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(0), until: new Date(), limit: 2 })
+  t.same([...firstTwo], [Date.parse(times[0] ?? ''), -273.15, Date.parse(times[1] ?? ''), NaN], 'the limit keeps the earliest')
+  const none = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 57, from: new Date(0), until: new Date(), limit: 10 })
   t.equal(none.length, 0, 'no rows, no pairs')
-  await t.rejects(rawPairs(postgresRunner(database.sql), { deviceId: 1.5, sensorId: 55, from: new Date(0), until: new Date() }), /not an integer/, 'COPY takes only integers made here')
+  await t.rejects(rawPairs(postgresRunner(database.sql), { deviceId: 1.5, sensorId: 55, from: new Date(0), until: new Date(), limit: 10 }), /not an integer/, 'COPY takes only integers made here')
+  await t.rejects(rawStates(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(0), until: new Date(), interval: "1 day'); drop table readings; --", origin: '1970-01-01', fn: 'avg' }), /not a time or an interval/, 'and times and intervals')
+  const [day] = (await rawStates(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(0), until: new Date(), interval: '1 day', origin: '1970-01-01T00:00:00.000Z', fn: 'avg' })).toArray()
+  t.match(day, { bucket: Date.UTC(1999, 11, 31), count: 1, sum: -273.15 }, 'raw states come the same way')
 })

@@ -50,7 +50,7 @@ async function mismatch (tier: Tier, deviceId: number, sensorIds: number[], rows
   const expected = aggregateByBucket(rows, tier.ms)
   for (const sensorId of sensorIds) {
     const want = expected.filter((e) => e.sensorId === sensorId)
-    const got = await tierStates(runner, tier, { deviceId, sensorId, from: new Date(from), until: new Date(until) })
+    const got = (await tierStates(runner, tier, { deviceId, sensorId, from: new Date(from), until: new Date(until) })).toArray()
     if (got.length !== want.length) return `${tier.name} sensor ${sensorId}: ${got.length} buckets instead of ${want.length}`
     for (const [i, g] of got.entries()) {
       const e = want[i]
@@ -107,7 +107,7 @@ t.test('the refresh policies, run by hand, take in writes older than any window'
   const runJobs = async (): Promise<void> => { for (const { job_id: id } of jobs) await runner.query(`CALL run_job(${Number(id)})`) }
   const sums = async (): Promise<number[]> => {
     const out: number[] = []
-    for (const tier of TIERS) out.push(...(await tierStates(runner, tier, { deviceId, sensorId: 101, from: new Date(at - DAY), until: new Date(at + DAY) })).map((s) => s.sum))
+    for (const tier of TIERS) out.push(...(await tierStates(runner, tier, { deviceId, sensorId: 101, from: new Date(at - DAY), until: new Date(at + DAY) })).toArray().map((s) => s.sum))
     return out
   }
   await write([row(0, 1), row(60_000, 2)])
@@ -213,7 +213,7 @@ t.test('1000 values of 101325 ± 0.01 in one hour keep their deviation', async (
   if (daily === undefined) throw new Error('no daily tier')
   for (const when of ['real-time', 'after refreshing']) {
     if (when !== 'real-time') await refresh()
-    const [state] = await tierStates(runner, daily, { deviceId, sensorId: 102, from: new Date(Date.UTC(2040, 5, 1)), until: new Date(Date.UTC(2040, 5, 2)) })
+    const [state] = (await tierStates(runner, daily, { deviceId, sensorId: 102, from: new Date(Date.UTC(2040, 5, 1)), until: new Date(Date.UTC(2040, 5, 2)) })).toArray()
     t.equal(state?.count, 1000, when)
     const sd = Math.sqrt((state?.m2 ?? Number.NaN) / (1000 - 1))
     t.ok(Math.abs(sd - 0.01 * Math.sqrt(1000 / 999)) < 1e-8, `${when}: deviation ${sd}`)

@@ -1,8 +1,9 @@
-import { type BucketState, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, TIERS } from '@esp/db'
+import { BucketStates, copyState, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
-import { formatReadingTime, formatTimestamp } from '../time.js'
-import { type AggregateState, finalize, isRollupFunction, mergeStates, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
+import { formatTimestamp } from '../time.js'
+import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
+import { RollupSeries } from './rollup-series.js'
 import { bucketStartMs, bucketStartsBetween, countBuckets, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
 
@@ -17,7 +18,13 @@ export interface HistoryParams {
 }
 
 /** Queries run through a Runner, so the same code serves postgres.js and PGlite (TimescaleDB) alike. */
-export interface HistoryContext { runner: Runner, now: () => Date, maxBuckets: number }
+export interface HistoryContext {
+  runner: Runner
+  now: () => Date
+  maxBuckets: number
+  /** the most raw readings a piece folds in the process (RAW_PAIRS_MAX unless set) */
+  rawPairsMax?: number
+}
 
 export interface HistoryResult {
   device_id: number
@@ -29,7 +36,14 @@ export interface HistoryResult {
   from: string
   to: string
   sample_size: number
-  readings: [string, number | null][]
+  /** newest first; its JSON is the contract's [recorded_at, value] pairs */
+  readings: RollupSeries
+}
+
+/** The response's JSON bytes, its thousands of readings written straight from their numbers. */
+export function historyJson (result: HistoryResult): Buffer {
+  const { readings, ...head } = result
+  return readings.json(`${JSON.stringify(head).slice(0, -1)},`)
 }
 
 /**
@@ -39,6 +53,11 @@ export interface HistoryResult {
  */
 const RAW_PIECE_MS = 7 * 24 * 3600 * 1000
 const RAW_PIECES_MAX = 4
+/**
+ * A piece denser than this (a reading a second over days) gets its first and last grouped in
+ * PostgreSQL instead: the pairs would be megabytes in the process.
+ */
+const RAW_PAIRS_MAX = 200_000
 function splitRaw (segment: Segment): Segment[] {
   if (segment.source !== 'raw') return [segment]
   const length = segment.until.getTime() - segment.from.getTime()
@@ -65,23 +84,24 @@ const tooManyBuckets = (count: number, rollup: string, max: number): ApiError =>
  * its first time and value, its last pair the last ones, as the SQL aggregates would give (a null
  * value included, counted nowhere).
  */
-function foldPairs (pairs: Float64Array, rollup: Rollup): BucketState[] {
-  const states: BucketState[] = []
-  let state: BucketState | undefined
-  // Pairs come in time order: a bucket's end is worked out once, not a bucket start per pair.
-  let end = -Infinity
-  for (let i = 0; i < pairs.length; i += 2) {
-    const at = pairs[i] as number
-    const value = pairs[i + 1] as number
-    if (state === undefined || at >= end) {
-      const bucket = bucketStartMs(at, rollup)
-      end = nextBucket(new Date(bucket), rollup).getTime()
-      state = { bucket, count: 0, mean: 0, m2: 0, sum: 0, min: 0, max: 0, firstAt: at, first: value, lastAt: at, last: value }
-      states.push(state)
+function foldPairs (pairs: Float64Array, rollup: Rollup): BucketStates {
+  const states = new BucketStates()
+  let i = 0
+  while (i < pairs.length) {
+    const firstAt = pairs[i] as number
+    const first = pairs[i + 1] as number
+    const bucket = bucketStartMs(firstAt, rollup)
+    // Pairs come in time order: a bucket's end is worked out once, not a bucket start per pair.
+    const end = nextBucket(new Date(bucket), rollup).getTime()
+    let count = 0
+    let lastAt = firstAt
+    let last = first
+    for (; i < pairs.length && (pairs[i] as number) < end; i += 2) {
+      lastAt = pairs[i] as number
+      last = pairs[i + 1] as number
+      if (!Number.isNaN(last)) count++
     }
-    if (!Number.isNaN(value)) state.count++
-    state.lastAt = at
-    state.last = value
+    states.setFirstLast(states.add(bucket), count, firstAt, first, lastAt, last)
   }
   return states
 }
@@ -146,7 +166,7 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
   }
 }
 
-interface Buckets { readings: [string, number | null][], sampleSize: number }
+interface Buckets { readings: RollupSeries, sampleSize: number }
 
 async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }): Promise<Buckets> {
   const runner = ctx.runner
@@ -162,7 +182,7 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
   } else if (!rollup.raw && countBuckets(from, to, rollup) > ctx.maxBuckets) {
     const span = await readingSpan(runner, base.deviceId, base.sensorId)
-    if (span.first === null || span.last === null) return { readings: [], sampleSize: 0 }
+    if (span.first === null || span.last === null) return { readings: new RollupSeries(new Float64Array(0), new Float64Array(0)), sampleSize: 0 }
     const start = span.first > from ? span.first : from
     const end = span.last < to ? span.last : to
     const count = start <= end ? countBuckets(start, end, rollup) : 0
@@ -172,7 +192,9 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
   if (rollup.raw) {
     const points = await rawPoints(runner, { ...base, from, until, limit: ctx.maxBuckets + 1 })
     if (points.length > ctx.maxBuckets) throw tooManyBuckets(points.length, rollup.text, ctx.maxBuckets)
-    return { readings: points.map((p) => [formatReadingTime(p.recorded_at.getTime()), finalize(stateOf(p.recorded_at.getTime(), p.value), fn)]), sampleSize: points.length }
+    const starts = Float64Array.from(points, (p) => p.recorded_at.getTime())
+    const values = Float64Array.from(points, (p) => finalize(stateOf(p.recorded_at.getTime(), p.value), fn) ?? NaN)
+    return { readings: new RollupSeries(starts, values), sampleSize: points.length }
   }
 
   const sqlBins = rollupSql(rollup)
@@ -183,48 +205,64 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     const q = { ...base, from: segment.from, until: segment.until }
     if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
     // Grouped in SQL, first and last take an array a bucket; the rows cost a third of that to read.
-    if (fn === 'first' || fn === 'last') return { rows: foldPairs(await rawPairs(runner, q), rollup), binned: true }
+    if (fn === 'first' || fn === 'last') {
+      const max = ctx.rawPairsMax ?? RAW_PAIRS_MAX
+      const pairs = await rawPairs(runner, { ...q, limit: max + 1 })
+      if (pairs.length <= 2 * max) return { rows: foldPairs(pairs, rollup), binned: true }
+    }
     return { rows: await rawStates(runner, { ...q, ...bin, fn }), binned }
   }))
   // Segments come in time order and each one's rows ascend, so buckets come out ascending and a
-  // bucket cut by a segment boundary is two neighbours: one linear pass, no map and no sort.
-  const starts: number[] = []
-  const states: AggregateState[] = []
+  // bucket cut by a segment boundary is two neighbours: one linear pass, no map and no sort, and
+  // each bucket finalized as it is complete. Two states are reused throughout: no object a bucket.
+  const capacity = parts.reduce((sum, part) => sum + part.rows.length, 0)
+  const starts = new Float64Array(capacity)
+  const values = new Float64Array(capacity)
+  let buckets = 0
+  let sampleSize = 0
+  let current: AggregateState = stateOf(0, 0)
+  let next: AggregateState = stateOf(0, 0)
+  let currentKey = -Infinity
+  const complete = (): void => {
+    starts[buckets] = currentKey
+    values[buckets] = finalize(current, fn) ?? NaN
+    sampleSize += current.count
+    buckets++
+  }
   for (const part of parts) {
-    for (const row of part.rows) {
-      if (row.count === 0) continue
-      const key = part.binned ? row.bucket : bucketStartMs(row.bucket, rollup)
-      const state: AggregateState = row
-      const last = starts.length - 1
-      const lastKey = starts[last] ?? -Infinity
-      const lastState = states[last]
-      if (key === lastKey && lastState !== undefined) {
-        states[last] = mergeStates(lastState, state)
-      } else {
-        if (key < lastKey) throw new Error(`rollup states out of order: ${key} after ${lastKey}`)
-        starts.push(key)
-        states.push(state)
+    const rows = part.rows
+    for (let i = 0; i < rows.length; i++) {
+      if (rows.count(i) === 0) continue
+      const key = part.binned ? rows.bucket(i) : bucketStartMs(rows.bucket(i), rollup)
+      if (key === currentKey) {
+        mergeInto(current, rows.read(i, next))
+        continue
       }
+      if (key < currentKey) throw new Error(`rollup states out of order: ${key} after ${currentKey}`)
+      if (currentKey !== -Infinity) complete()
+      const done = current
+      current = rows.read(i, next)
+      next = done
+      currentKey = key
     }
   }
+  if (currentKey !== -Infinity) complete()
 
-  let sampleSize = 0
-  for (const state of states) sampleSize += state.count
-  const readings: [string, number | null][] = []
   if (allIntervals) {
     const every = bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []
-    let i = states.length - 1
-    for (let k = every.length - 1; k >= 0; k--) {
+    const everyStart = new Float64Array(every.length)
+    const everyValue = new Float64Array(every.length)
+    let i = buckets - 1
+    for (let k = every.length - 1, out = 0; k >= 0; k--, out++) {
       const start = every[k]?.getTime() ?? NaN
-      while (i >= 0 && (starts[i] ?? -Infinity) > start) i--
-      const state = i >= 0 && starts[i] === start ? states[i] : undefined
-      readings.push([formatReadingTime(start), state === undefined ? null : finalize(state, fn)])
+      while (i >= 0 && (starts[i] as number) > start) i--
+      everyStart[out] = start
+      everyValue[out] = i >= 0 && starts[i] === start ? values[i] as number : NaN
     }
-  } else {
-    for (let i = states.length - 1; i >= 0; i--) {
-      const state = states[i]
-      if (state !== undefined) readings.push([formatReadingTime(starts[i] ?? NaN), finalize(state, fn)])
-    }
+    return { readings: new RollupSeries(everyStart, everyValue), sampleSize }
   }
-  return { readings, sampleSize }
+  // newest first
+  const bucketStarts = starts.subarray(0, buckets).reverse()
+  values.subarray(0, buckets).reverse()
+  return { readings: new RollupSeries(bucketStarts, values.subarray(0, buckets)), sampleSize }
 }

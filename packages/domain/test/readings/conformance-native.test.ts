@@ -46,7 +46,7 @@ t.test('the deviation of 101325 +- 0.01 survives every tier', async (t) => {
       { sensor_id: '58', rollup, function: 'dev', from: new Date(START).toISOString(), to: new Date(START + 2000 * 60_000).toISOString() })
     const expected = referenceAggregate(points, parseRollup(rollup), 'dev').reverse()
     t.equal(got.readings.length, expected.length)
-    got.readings.forEach(([, dev], i) => {
+    got.readings.tuples().forEach(([, dev], i) => {
       const want = expected[i]?.value ?? NaN
       t.ok(dev !== null && dev > 0.0099 && Math.abs(dev - want) <= 1e-9 * want, `${rollup}: dev ${String(dev)} = ${want}`)
     })
