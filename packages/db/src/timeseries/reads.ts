@@ -63,14 +63,20 @@ export class BucketStates {
     return into
   }
 
-  /** Sets bucket `i`'s count, first and last, as a fold of raw readings finds them. */
-  setFirstLast (i: number, count: number, firstAt: number, first: number, lastAt: number, last: number): void {
+  /** Sets bucket `i`'s state. */
+  write (i: number, state: AggregateState): void {
+    const d = this.data
     const at = i * FIELDS
-    this.data[at + FIELD.count] = count
-    this.data[at + FIELD.firstAt] = firstAt
-    this.data[at + FIELD.first] = first
-    this.data[at + FIELD.lastAt] = lastAt
-    this.data[at + FIELD.last] = last
+    d[at + FIELD.count] = state.count
+    d[at + FIELD.mean] = state.mean
+    d[at + FIELD.m2] = state.m2
+    d[at + FIELD.sum] = state.sum
+    d[at + FIELD.min] = state.min
+    d[at + FIELD.max] = state.max
+    d[at + FIELD.firstAt] = state.firstAt
+    d[at + FIELD.first] = state.first
+    d[at + FIELD.lastAt] = state.lastAt
+    d[at + FIELD.last] = state.last
   }
 
   /** The states as objects, for the few callers that want them so. */

@@ -1,4 +1,4 @@
-import { BucketStates, copyState, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, TIERS } from '@esp/db'
+import { addValue, BucketStates, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
@@ -54,8 +54,8 @@ export function historyJson (result: HistoryResult): Buffer {
 const RAW_PIECE_MS = 7 * 24 * 3600 * 1000
 const RAW_PIECES_MAX = 4
 /**
- * A piece denser than this (a reading a second over days) gets its first and last grouped in
- * PostgreSQL instead: the pairs would be megabytes in the process.
+ * A raw piece denser than this (a reading a second over days) is grouped in PostgreSQL instead
+ * of folded here: its pairs would be megabytes in the process.
  */
 const RAW_PAIRS_MAX = 200_000
 function splitRaw (segment: Segment): Segment[] {
@@ -80,28 +80,31 @@ const tooManyBuckets = (count: number, rollup: string, max: number): ApiError =>
   { rollup: [`gives ${count} buckets, more than ${max}`] })
 
 /**
- * States of first and last from raw (time, value) pairs in time order: a bucket's first pair has
- * its first time and value, its last pair the last ones, as the SQL aggregates would give (a null
- * value included, counted nowhere).
+ * States from raw (time, value) pairs in time order, as the SQL aggregates would give them: a
+ * null value (NaN) is counted nowhere, but a bucket's first and last pairs give its first and
+ * last, whatever their values.
  */
 function foldPairs (pairs: Float64Array, rollup: Rollup): BucketStates {
   const states = new BucketStates()
+  const state = stateOf(0, 0)
   let i = 0
   while (i < pairs.length) {
-    const firstAt = pairs[i] as number
-    const first = pairs[i + 1] as number
-    const bucket = bucketStartMs(firstAt, rollup)
+    const bucket = bucketStartMs(pairs[i] as number, rollup)
     // Pairs come in time order: a bucket's end is worked out once, not a bucket start per pair.
     const end = nextBucket(new Date(bucket), rollup).getTime()
-    let count = 0
-    let lastAt = firstAt
-    let last = first
+    state.count = state.mean = state.m2 = state.sum = 0
+    state.min = Infinity
+    state.max = -Infinity
+    state.firstAt = pairs[i] as number
+    state.first = pairs[i + 1] as number
     for (; i < pairs.length && (pairs[i] as number) < end; i += 2) {
-      lastAt = pairs[i] as number
-      last = pairs[i + 1] as number
-      if (!Number.isNaN(last)) count++
+      const at = pairs[i] as number
+      const value = pairs[i + 1] as number
+      if (!Number.isNaN(value)) addValue(state, at, value)
+      state.lastAt = at
+      state.last = value
     }
-    states.setFirstLast(states.add(bucket), count, firstAt, first, lastAt, last)
+    states.write(states.add(bucket), state)
   }
   return states
 }
@@ -204,12 +207,12 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
   const parts = await Promise.all(planSegments(rollup, from, until, TIERS).flatMap(splitRaw).map(async (segment) => {
     const q = { ...base, from: segment.from, until: segment.until }
     if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
-    // Grouped in SQL, first and last take an array a bucket; the rows cost a third of that to read.
-    if (fn === 'first' || fn === 'last') {
-      const max = ctx.rawPairsMax ?? RAW_PAIRS_MAX
-      const pairs = await rawPairs(runner, { ...q, limit: max + 1 })
-      if (pairs.length <= 2 * max) return { rows: foldPairs(pairs, rollup), binned: true }
-    }
+    // Folded here, from the rows packed as pairs: PostgreSQL's grouping of them (a hash table,
+    // and an array a bucket for first and last) cost it more than reading them; too dense a
+    // piece is grouped there all the same.
+    const max = ctx.rawPairsMax ?? RAW_PAIRS_MAX
+    const pairs = await rawPairs(runner, { ...q, limit: max + 1 })
+    if (pairs.length <= 2 * max) return { rows: foldPairs(pairs, rollup), binned: true }
     return { rows: await rawStates(runner, { ...q, ...bin, fn }), binned }
   }))
   // Segments come in time order and each one's rows ascend, so buckets come out ascending and a
