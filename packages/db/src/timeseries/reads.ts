@@ -1,5 +1,5 @@
 import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
-import type { AggregateState } from './states.js'
+import { type AggregateState, stateOf } from './states.js'
 import { COPY_BINARY_HEADER, timestampMsAt } from '../copy-binary.js'
 
 /**
@@ -81,7 +81,7 @@ export class BucketStates {
 
   /** The states as objects, for the few callers that want them so. */
   toArray (): BucketState[] {
-    return Array.from({ length: this.size }, (_, i) => ({ bucket: this.bucket(i), ...this.read(i, emptyState()) }))
+    return Array.from({ length: this.size }, (_, i) => ({ bucket: this.bucket(i), ...this.read(i, stateOf(0, 0)) }))
   }
 
   /**
@@ -104,8 +104,6 @@ export class BucketStates {
     return states
   }
 }
-
-const emptyState = (): AggregateState => ({ count: 0, mean: 0, m2: 0, sum: 0, min: 0, max: 0, firstAt: Infinity, first: NaN, lastAt: -Infinity, last: NaN })
 
 export interface StateQuery {
   deviceId: number

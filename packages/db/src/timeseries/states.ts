@@ -54,7 +54,7 @@ export function mergeInto (a: AggregateState, b: AggregateState): void {
   if (b.lastAt > a.lastAt) { a.lastAt = b.lastAt; a.last = b.last }
 }
 
-export function copyState (into: AggregateState, from: AggregateState): void {
+function copyState (into: AggregateState, from: AggregateState): void {
   into.count = from.count
   into.mean = from.mean
   into.m2 = from.m2

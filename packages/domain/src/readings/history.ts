@@ -264,8 +264,6 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     }
     return { readings: new RollupSeries(everyStart, everyValue), sampleSize }
   }
-  // newest first
-  const bucketStarts = starts.subarray(0, buckets).reverse()
-  values.subarray(0, buckets).reverse()
-  return { readings: new RollupSeries(bucketStarts, values.subarray(0, buckets)), sampleSize }
+  const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
+  return { readings: new RollupSeries(newestFirst(starts), newestFirst(values)), sampleSize }
 }
