@@ -32,8 +32,15 @@ export function rawPayload (reading: SimulatedReading): string {
 
 export function infoPayload (token: string, at: number): string {
   return JSON.stringify({
-    time: firmwareTime(at), hw_ver: '2.3', id: `A1B2C3D4504E4B4B372E314AFF${token.toUpperCase()}`, sam_ver: '0.9.11-910fb56-master-sck23_air',
-    sam_bd: '2026-02-10T11:42:07Z', mac: 'not synced', esp_ver: '0.9.9-910fb56-master', esp_bd: '2026-02-10T11:40:55Z', rcause: 'POR'
+    time: firmwareTime(at),
+    hw_ver: '2.3',
+    id: `A1B2C3D4504E4B4B372E314AFF${token.toUpperCase()}`,
+    sam_ver: '0.9.11-910fb56-master-sck23_air',
+    sam_bd: '2026-02-10T11:42:07Z',
+    mac: 'not synced',
+    esp_ver: '0.9.9-910fb56-master',
+    esp_bd: '2026-02-10T11:40:55Z',
+    rcause: 'POR'
   })
 }
 
@@ -108,7 +115,7 @@ if (import.meta.filename === process.argv[1]) {
     perCycle: Number(values['per-cycle']),
     qos: values.qos === '1' ? 1 : 0,
     start: Date.now() - Number(values.cycles) * Number(values['per-cycle']) * 60_000,
-    onReading: (reading) => {
+    onReading: () => {
       sent++
       if (sent % 100 === 0) console.log(`${sent} readings published`)
     }

@@ -59,7 +59,9 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
       requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), ratioToBaseline: round(l.requestsPerSecond / baseline.requestsPerSecond, 3)
     })
     return {
-      devices, concurrency, seconds,
+      devices,
+      concurrency,
+      seconds,
       baseline: { requestsPerSecond: Math.round(baseline.requestsPerSecond), p50: round(baseline.p50) },
       device: figures(device),
       list: figures(list)

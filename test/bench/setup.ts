@@ -52,8 +52,15 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
   await seedCatalogue(database.sql)
   const jwtSecret = 'bench-secret-bench-secret-bench-secret!!'
   const app = await buildServer({
-    title: 'bench', logLevel: 'warn', bodyLimit: 50 * 1024 * 1024, trustProxy: false, publicUrl: undefined, vendor: 'smartcitizen', versionGit: 'bench',
-    ready: async () => null, auth: { db: database.db, jwtSecret, clock: systemClock }
+    title: 'bench',
+    logLevel: 'warn',
+    bodyLimit: 50 * 1024 * 1024,
+    trustProxy: false,
+    publicUrl: undefined,
+    vendor: 'smartcitizen',
+    versionGit: 'bench',
+    ready: async () => null,
+    auth: { db: database.db, jwtSecret, clock: systemClock }
   })
   await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x' })
   await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })
@@ -68,7 +75,14 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
   const session = await fetch(`${base}/v0/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bench', password: 'bench password' }) })
   const { access_token: token } = await session.json() as { access_token: string }
   return {
-    database, app, base, token, userId: user?.id ?? 0, jwtSecret, dataDir: dir ?? tmpdir(), mqttUrl: `mqtt://127.0.0.1:${app.mqttListening?.port ?? 0}`,
+    database,
+    app,
+    base,
+    token,
+    userId: user?.id ?? 0,
+    jwtSecret,
+    dataDir: dir ?? tmpdir(),
+    mqttUrl: `mqtt://127.0.0.1:${app.mqttListening?.port ?? 0}`,
     close: async () => {
       await app.close()
       await database.close()

@@ -89,10 +89,22 @@ export const errors = {
 /** The `id` for a status when nothing more specific is known. */
 export function idForStatus (status: number): string {
   const ids: Record<number, string> = {
-    400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed',
-    406: 'not_acceptable', 408: 'request_timeout', 409: 'conflict', 413: 'payload_too_large', 414: 'uri_too_long',
-    415: 'unsupported_media_type', 420: 'enhance_your_calm', 422: 'unprocessable_entity', 429: 'too_many_requests',
-    431: 'request_header_fields_too_large', 503: 'service_unavailable'
+    400: 'bad_request',
+    401: 'unauthorized',
+    403: 'forbidden',
+    404: 'not_found',
+    405: 'method_not_allowed',
+    406: 'not_acceptable',
+    408: 'request_timeout',
+    409: 'conflict',
+    413: 'payload_too_large',
+    414: 'uri_too_long',
+    415: 'unsupported_media_type',
+    420: 'enhance_your_calm',
+    422: 'unprocessable_entity',
+    429: 'too_many_requests',
+    431: 'request_header_fields_too_large',
+    503: 'service_unavailable'
   }
   return ids[status] ?? (status >= 500 ? 'internal_server_error' : 'bad_request')
 }

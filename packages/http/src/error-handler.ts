@@ -71,5 +71,5 @@ export const errorHandlerPlugin = fp(async (app: FastifyInstance) => {
     else request.log.debug({ err: { code: apiError.code, message: apiError.message } }, 'request rejected')
     return sendError(reply, apiError)
   })
-  app.setNotFoundHandler((request, reply) => sendError(reply, errors.routeNotFound(request.method, request.originalUrl.split("?")[0]?.slice(0, 200) ?? "")))
+  app.setNotFoundHandler((request, reply) => sendError(reply, errors.routeNotFound(request.method, request.originalUrl.split('?')[0]?.slice(0, 200) ?? '')))
 }, { name: 'esp-error-handler' })

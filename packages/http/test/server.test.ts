@@ -93,7 +93,7 @@ t.test('domain errors keep their status and id; unexpected ones become a generic
 t.test('pretty=true indents', async (t) => {
   const app = await server(t)
   const res = await app.inject({ url: '/v0/things?pretty=true' })
-  t.match(res.body, /^\[\n  \{\n    "text"/)
+  t.match(res.body, /^\[\n {2}\{\n {4}"text"/)
   const plain = await app.inject({ url: '/v0/things' })
   t.notMatch(plain.body, /\n/)
 })

@@ -24,8 +24,13 @@ t.test('a new user creates a device, sees it, makes it private, deletes it', asy
   const device = created.json()
   t.equal(device.uuid, null, 'uuid is null in the creation response (contract)')
   t.match(device, {
-    name: 'Balcony', state: 'never_published', mac_address: 'bd:b1:de:13:67:31', owner: { id: owner.id, username: owner.username },
-    kit: { id: 26 }, data_policy: { is_private: false, precise_location: true, enable_forwarding: false }, notify: { low_battery: false, stopped_publishing: false },
+    name: 'Balcony',
+    state: 'never_published',
+    mac_address: 'bd:b1:de:13:67:31',
+    owner: { id: owner.id, username: owner.username },
+    kit: { id: 26 },
+    data_policy: { is_private: false, precise_location: true, enable_forwarding: false },
+    notify: { low_battery: false, stopped_publishing: false },
     location: { latitude: 41.38879, longitude: 2.15899, city: 'Barcelona', country_code: 'ES', country: 'Spain', exposure: 'outdoor' },
     hardware: { name: 'Unknown', type: 'Unknown', slug: 'unknown', last_status_message: null }
   })
@@ -178,8 +183,8 @@ t.test('lists: filters, sorting, near, with_tags, pagination headers', async (t)
     t.equal(res.statusCode, 200, url)
     return (res.json() as Array<{ id: number }>).map((d) => d.id)
   }
-  t.same(await ids(`/v0/devices?q[name_eq]=alpha`), [bcn.id])
-  t.same(await ids(`/v0/devices?q[name_cont]=ET`), [mad.id], 'cont ignores case')
+  t.same(await ids('/v0/devices?q[name_eq]=alpha'), [bcn.id])
+  t.same(await ids('/v0/devices?q[name_cont]=ET'), [mad.id], 'cont ignores case')
   t.same(await ids(`/v0/devices?q[owner_id_eq]=${owner.id}&q[sort]=name desc`), [ams.id, mad.id, bcn.id])
   t.same(await ids(`/v0/devices?q[owner_username_eq]=${owner.username}&q[s]=name asc`), [bcn.id, mad.id, ams.id])
   t.same(await ids('/v0/devices?q[tags_name_in]=Air'), [bcn.id])
@@ -229,9 +234,18 @@ t.test('world map: contract and client fields, ETag, compression, fresh after a 
   const items = first.json() as Array<Record<string, unknown>>
   t.same(items.map((i) => i.name), ['mapped'], 'only located devices')
   t.match(items[0], {
-    id: device.id, owner_id: owner.id, owner_username: owner.username, latitude: 41.39, longitude: 2.17, kit_id: 26, state: 'not_configured',
-    exposure: 'indoor', user_tags: [], location: { latitude: 41.39, longitude: 2.17, exposure: 'indoor', city: 'Barcelona', country: 'Spain' },
-    hardware: { name: 'Unknown', type: 'Unknown', slug: 'unknown', last_status_message: '[FILTERED]' }, data: {}
+    id: device.id,
+    owner_id: owner.id,
+    owner_username: owner.username,
+    latitude: 41.39,
+    longitude: 2.17,
+    kit_id: 26,
+    state: 'not_configured',
+    exposure: 'indoor',
+    user_tags: [],
+    location: { latitude: 41.39, longitude: 2.17, exposure: 'indoor', city: 'Barcelona', country: 'Spain' },
+    hardware: { name: 'Unknown', type: 'Unknown', slug: 'unknown', last_status_message: '[FILTERED]' },
+    data: {}
   })
   t.same(items[0]?.system_tags, ['indoor', 'new', 'offline'])
   const etag = String(first.headers.etag)
@@ -246,7 +260,9 @@ t.test('world map: contract and client fields, ETag, compression, fresh after a 
   await app.inject({ method: 'PATCH', url: `/v0/devices/${device.id}`, headers: bearer(owner.token), payload: { is_private: false } })
 
   const posted = await app.inject({
-    method: 'POST', url: `/v0/devices/${device.id}/readings`, headers: bearer(owner.token),
+    method: 'POST',
+    url: `/v0/devices/${device.id}/readings`,
+    headers: bearer(owner.token),
     payload: { data: [{ recorded_at: new Date(Date.now() - 60_000).toISOString(), sensors: [{ id: 14, value: 21.5 }] }] }
   })
   t.ok(posted.statusCode === 200 || posted.statusCode === 201, posted.body)

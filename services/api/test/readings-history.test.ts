@@ -23,8 +23,15 @@ t.test('rollups answer with the contract fields, newest first, from tiers and ra
   const res = await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&from=2026-11-20&to=2026-11-21T23:59:59Z` })
   t.equal(res.statusCode, 200)
   t.same(res.json(), {
-    device_id: device, sensor_id: 55, sensor_key: 't', component_id: res.json().component_id, rollup: '1d', function: 'avg',
-    from: '2026-11-20T00:00:00Z', to: '2026-11-21T23:59:59Z', sample_size: 288,
+    device_id: device,
+    sensor_id: 55,
+    sensor_key: 't',
+    component_id: res.json().component_id,
+    rollup: '1d',
+    function: 'avg',
+    from: '2026-11-20T00:00:00Z',
+    to: '2026-11-21T23:59:59Z',
+    sample_size: 288,
     readings: [['2026-11-21T00:00:00Z', 22.5], ['2026-11-20T00:00:00Z', 22.5]]
   })
   t.type(res.json().component_id, 'number')

@@ -16,8 +16,17 @@ t.test('registration answers 201 with the contract shape, every key present', as
   const user = res.json()
   t.same(Object.keys(user).sort(), USER_KEYS)
   t.match(user, {
-    uuid: null, role: 'citizen', username: 'ada', email: '[FILTERED]', devices: [], profile_picture: '', avatar: null,
-    first_name: 'Ada', last_name: null, url: 'https://ada.example.org', location: { city: 'London', country_code: 'GB', country: 'United Kingdom' }
+    uuid: null,
+    role: 'citizen',
+    username: 'ada',
+    email: '[FILTERED]',
+    devices: [],
+    profile_picture: '',
+    avatar: null,
+    first_name: 'Ada',
+    last_name: null,
+    url: 'https://ada.example.org',
+    location: { city: 'London', country_code: 'GB', country: 'United Kingdom' }
   })
   t.match(user.joined_at, TIMESTAMP)
   t.match(user.updated_at, TIMESTAMP)

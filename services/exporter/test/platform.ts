@@ -18,7 +18,13 @@ export async function exporterPlatform (t: Test, options: { linkSecret?: string,
     extra: async (app, database, dataDir) => {
       await app.register(ingestService, { database, maxValues: 100_000, maxFutureSeconds: 86_400, clock })
       await app.register(exporterService, {
-        database, dataDir, smtpUrl: smtp.url, mailFrom: 'Test <test@example.org>', pollingIntervalSeconds: 0.5, schedules: false, clock,
+        database,
+        dataDir,
+        smtpUrl: smtp.url,
+        mailFrom: 'Test <test@example.org>',
+        pollingIntervalSeconds: 0.5,
+        schedules: false,
+        clock,
         ...(options.linkSecret !== undefined ? { archiveLinkSecret: options.linkSecret } : {}),
         ...options.exporter
       })

@@ -49,10 +49,19 @@ export function nativeEngine (): TimeSeriesEngine {
 function tierUpsert (table: string, rows: AggregateRow[]): Statement | null {
   if (rows.length === 0) return null
   const cols = {
-    device: rows.map((r) => r.deviceId), sensor: rows.map((r) => r.sensorId), bucket: rows.map((r) => new Date(r.bucket)),
-    count: rows.map((r) => r.count), mean: rows.map((r) => r.mean), m2: rows.map((r) => r.m2), sum: rows.map((r) => r.sum),
-    min: rows.map((r) => r.min), max: rows.map((r) => r.max),
-    firstAt: rows.map((r) => new Date(r.firstAt)), first: rows.map((r) => r.first), lastAt: rows.map((r) => new Date(r.lastAt)), last: rows.map((r) => r.last)
+    device: rows.map((r) => r.deviceId),
+    sensor: rows.map((r) => r.sensorId),
+    bucket: rows.map((r) => new Date(r.bucket)),
+    count: rows.map((r) => r.count),
+    mean: rows.map((r) => r.mean),
+    m2: rows.map((r) => r.m2),
+    sum: rows.map((r) => r.sum),
+    min: rows.map((r) => r.min),
+    max: rows.map((r) => r.max),
+    firstAt: rows.map((r) => new Date(r.firstAt)),
+    first: rows.map((r) => r.first),
+    lastAt: rows.map((r) => new Date(r.lastAt)),
+    last: rows.map((r) => r.last)
   }
   return {
     text: `

@@ -93,8 +93,13 @@ const oauthError = (status: number, code: string, message: string): ApiError =>
 
 /** The token endpoint's password grant: client credentials, then the user's (RFC 6749 §4.3). */
 export async function passwordGrant (db: Executor, signer: TokenSigner, input: {
-  grantType: string | undefined, clientId: string | undefined, clientSecret: string | undefined,
-  username: string | undefined, password: string | undefined, ttlSeconds: number, now: Date
+  grantType: string | undefined,
+  clientId: string | undefined,
+  clientSecret: string | undefined,
+  username: string | undefined,
+  password: string | undefined,
+  ttlSeconds: number,
+  now: Date
 }): Promise<IssuedToken> {
   if (input.grantType !== 'password') throw oauthError(400, 'unsupported_grant_type', 'Only grant_type=password is supported')
   if (input.clientId === undefined || input.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'Client authentication failed')

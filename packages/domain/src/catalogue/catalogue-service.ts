@@ -42,8 +42,13 @@ export const measurementFilters: FilterSpec = {
 }
 
 export const presentMeasurement = (m: MeasurementRow) => ({
-  id: m.id, uuid: m.uuid, name: m.name, description: m.description, definition: m.definition,
-  created_at: formatTimestamp(m.createdAt), updated_at: formatTimestamp(m.updatedAt)
+  id: m.id,
+  uuid: m.uuid,
+  name: m.name,
+  description: m.description,
+  definition: m.definition,
+  created_at: formatTimestamp(m.createdAt),
+  updated_at: formatTimestamp(m.updatedAt)
 })
 
 export const findMeasurement = async (db: Executor, raw: string): Promise<MeasurementRow> =>

@@ -49,7 +49,7 @@ export async function markSeen (sql: Sql, token: string, now: Date): Promise<Mes
 /** `device/inventory`: the factory test report, kept as sent; its JSON form when it parses. */
 export async function storeInventory (sql: Sql, payload: Buffer, now: Date): Promise<MessageResult> {
   if (payload.length > MAX_INVENTORY_BYTES) return 'rejected'
-  const text = payload.toString('utf8').replace(/\u0000/g, '')
+  const text = payload.toString('utf8').replaceAll('\u0000', '')
   const report = parseJsonObject(Buffer.from(text), MAX_INVENTORY_BYTES)
   await sql`
     insert into device_inventories (report, raw_payload, received_at)

@@ -64,7 +64,7 @@ export async function findExperiment (db: Executor, raw: string): Promise<Experi
 
 interface ExperimentInput { name?: string, description?: string | null, isTest?: boolean, startsAt?: Date | null, endsAt?: Date | null, deviceIds?: number[] }
 
-async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: ExperimentRow | undefined, now: Date): Promise<ExperimentInput> {
+async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: ExperimentRow | undefined): Promise<ExperimentInput> {
   const r = new BodyReader(asBody(raw), existing === undefined)
   const body = r.body
   const input: ExperimentInput = {}
@@ -118,11 +118,17 @@ async function writeDevices (tx: Executor, experimentId: number, ids: number[] |
 /** Any logged-in user creates an experiment and owns it. */
 export async function createExperiment (db: Db, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
   if (viewer === null) throw errors.unauthorized()
-  const input = await parse(db, raw, viewer, undefined, now)
+  const input = await parse(db, raw, viewer, undefined)
   return await db.transaction(async (tx) => {
     const [row] = await tx.insert(experiments).values({
-      ownerId: viewer.id, name: input.name ?? '', description: input.description ?? null, isTest: input.isTest ?? false,
-      startsAt: input.startsAt ?? null, endsAt: input.endsAt ?? null, createdAt: now, updatedAt: now
+      ownerId: viewer.id,
+      name: input.name ?? '',
+      description: input.description ?? null,
+      isTest: input.isTest ?? false,
+      startsAt: input.startsAt ?? null,
+      endsAt: input.endsAt ?? null,
+      createdAt: now,
+      updatedAt: now
     }).returning()
     if (row === undefined) throw new Error('insert returned no row')
     await writeDevices(tx, row.id, input.deviceIds)
@@ -137,7 +143,7 @@ function assertOwner (viewer: Viewer | null, row: ExperimentRow): asserts viewer
 
 export async function updateExperiment (db: Db, row: ExperimentRow, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
   assertOwner(viewer, row)
-  const input = await parse(db, raw, viewer, row, now)
+  const input = await parse(db, raw, viewer, row)
   return await db.transaction(async (tx) => {
     const [updated] = await tx.update(experiments).set({
       ...(input.name !== undefined ? { name: input.name } : {}),

@@ -131,9 +131,17 @@ export interface ImportView {
 interface ImportRow { id: number, device_id: number, state: string, rows_total: number, rows_done: number, values_total: number, stored: number, duplicates: number, error: string | null, created_at: string | Date, finished_at: string | Date | null }
 
 const present = (row: ImportRow): ImportView => ({
-  id: row.id, device_id: row.device_id, state: row.state, rows_total: row.rows_total, rows_done: row.rows_done, values_total: row.values_total,
-  stored: row.stored, duplicates: row.duplicates, error: row.error,
-  created_at: formatTimestamp(pgDate(row.created_at)), finished_at: formatTimestamp(pgDateOrNull(row.finished_at))
+  id: row.id,
+  device_id: row.device_id,
+  state: row.state,
+  rows_total: row.rows_total,
+  rows_done: row.rows_done,
+  values_total: row.values_total,
+  stored: row.stored,
+  duplicates: row.duplicates,
+  error: row.error,
+  created_at: formatTimestamp(pgDate(row.created_at)),
+  finished_at: formatTimestamp(pgDateOrNull(row.finished_at))
 })
 const IMPORT_COLUMNS = 'id, device_id, state, rows_total, rows_done, values_total, stored, duplicates, error, created_at, finished_at'
 

@@ -164,8 +164,16 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
   const buckets = (async () => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: askedId ?? (await sensor).id }))()
   const [resolved, read] = await inOrderOfPrecedence(sensor, buckets)
   return {
-    device_id: deviceId, sensor_id: resolved.id, sensor_key: resolved.key, component_id: resolved.component_id,
-    rollup: rollup.text, function: fn, from: formatTimestamp(from), to: formatTimestamp(to), sample_size: read.sampleSize, readings: read.readings
+    device_id: deviceId,
+    sensor_id: resolved.id,
+    sensor_key: resolved.key,
+    component_id: resolved.component_id,
+    rollup: rollup.text,
+    function: fn,
+    from: formatTimestamp(from),
+    to: formatTimestamp(to),
+    sample_size: read.sampleSize,
+    readings: read.readings
   }
 }
 

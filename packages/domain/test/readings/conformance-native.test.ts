@@ -12,7 +12,6 @@ import { checkConformance } from './conformance.js'
 const START = Date.UTC(2025, 0, 1)
 const SPAN = 400 * 24 * 3600 * 1000
 
-
 t.test('native engine = reference, for every function and rollup', async (t) => {
   const database = await createTestDatabase(t)
   const engine = await loadEngine(postgresRunner(database.sql))

@@ -98,7 +98,7 @@ t.test('recorded_at: everything else is null', async (t) => {
 })
 
 const dateArb = fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-12-31T23:59:59.999Z'), noInvalidDate: true })
-const pandas = (date: Date) => DateTime.fromJSDate(date, { zone: 'utc' }).toFormat("yyyy-MM-dd HH:mm:ssZZ")
+const pandas = (date: Date) => DateTime.fromJSDate(date, { zone: 'utc' }).toFormat('yyyy-MM-dd HH:mm:ssZZ')
 const wholeSecond = (date: Date) => Math.floor(date.getTime() / 1000) * 1000
 
 t.test('property: toISOString and the pandas form parse back to the same instant', async (t) => {

@@ -79,7 +79,9 @@ export const externalBrokerPlugin = fp(async (app: FastifyInstance, options: Ext
     // in this instance's session for a return that a scaled-down replica never makes.
     await Promise.all(clients.map(async (client) => { await client.unsubscribeAsync(filters).catch(() => {}) }))
     const deadline = Date.now() + 10_000
-    while ((inFlight > 0 || Date.now() - lastMessageAt < 300) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    // inFlight and lastMessageAt move while this waits: the handlers run between the timers.
+    const settling = (): boolean => inFlight > 0 || Date.now() - lastMessageAt < 300
+    while (settling() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
     await options.messages.ingest.drain()
     await Promise.all(clients.map(async (client) => await client.endAsync()))
   })

@@ -248,7 +248,7 @@ t.test('live readings reach whoever still listens as others subscribe, unsubscri
 })
 
 t.test('forwarding: readings of a forwarding device reach its owner authenticated with the forwarding credentials', async (t) => {
-  const { app, database, mqttUrl, harness } = await platform(t)
+  const { database, mqttUrl, harness } = await platform(t)
   const researcher = await signUpAs(harness, 'researcher')
   const [credentials] = await database.sql<{ forwarding_username: string, forwarding_token: string }[]>`
     select forwarding_username, forwarding_token from users where id = ${researcher.id}`

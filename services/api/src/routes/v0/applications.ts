@@ -75,8 +75,11 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
       summary: 'OAuth 2.0 token endpoint, password grant: grant_type=password, username, password, client_id, client_secret (or HTTP Basic client credentials)',
       operationId: 'oauthToken',
       body: Type.Optional(Type.Object({
-        grant_type: Type.Optional(Type.String()), username: Type.Optional(Type.String()), password: Type.Optional(Type.String()),
-        client_id: Type.Optional(Type.String()), client_secret: Type.Optional(Type.String())
+        grant_type: Type.Optional(Type.String()),
+        username: Type.Optional(Type.String()),
+        password: Type.Optional(Type.String()),
+        client_id: Type.Optional(Type.String()),
+        client_secret: Type.Optional(Type.String())
       })),
       response: { 200: TokenResponse, ...errorResponses(400, 401, 429) }
     }
@@ -95,8 +98,13 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
     }
     const now = ctx.clock()
     const issued = await applications.passwordGrant(db, app.tokenSigner, {
-      grantType: params.grant_type, clientId, clientSecret, username: params.username, password: params.password,
-      ttlSeconds: ctx.settings.accessTokenTtlSeconds, now
+      grantType: params.grant_type,
+      clientId,
+      clientSecret,
+      username: params.username,
+      password: params.password,
+      ttlSeconds: ctx.settings.accessTokenTtlSeconds,
+      now
     })
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
     return { access_token: issued.token, token_type: 'Bearer' as const, expires_in: issued.expiresIn, created_at: Math.floor(now.getTime() / 1000) }

@@ -52,8 +52,11 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
 
   app.get('/devices/:device_id/readings/csv_archive', {
     schema: {
-      tags, summary: 'Queues a CSV archive of every reading; a download link is mailed (once per 6 hours per device)', operationId: 'requestCsvArchive',
-      params: DeviceParams, response: { 200: Queued, ...errorResponses(401, 403, 404, 420, 429) }
+      tags,
+      summary: 'Queues a CSV archive of every reading; a download link is mailed (once per 6 hours per device)',
+      operationId: 'requestCsvArchive',
+      params: DeviceParams,
+      response: { 200: Queued, ...errorResponses(401, 403, 404, 420, 429) }
     }
   }, async (request) => {
     await requestCsvArchive({ database: ctx.database, send: ctx.send, now: ctx.clock }, request.viewer, request.params.device_id, baseUrl(request))
@@ -62,7 +65,9 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
 
   app.get('/devices/:device_id/readings/csv_archive/:file', {
     schema: {
-      tags, summary: 'Downloads a CSV archive through the signed, expiring link of its e-mail', operationId: 'downloadCsvArchive',
+      tags,
+      summary: 'Downloads a CSV archive through the signed, expiring link of its e-mail',
+      operationId: 'downloadCsvArchive',
       params: Type.Object({ device_id: Type.String({ maxLength: 20 }), file: Type.String({ maxLength: 64 }) }),
       querystring: Type.Object({ expires: Type.Optional(Type.String({ maxLength: 20 })), signature: Type.Optional(Type.String({ maxLength: 100 })) }),
       response: { 200: Streamed, ...errorResponses(403, 404) }
@@ -83,7 +88,9 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
 
   app.get('/devices/:device_id/readings/export', {
     schema: {
-      tags, summary: 'Streams every reading of a range as CSV or NDJSON, one line per value, by sensor then time', operationId: 'exportReadings',
+      tags,
+      summary: 'Streams every reading of a range as CSV or NDJSON, one line per value, by sensor then time',
+      operationId: 'exportReadings',
       params: DeviceParams,
       querystring: Type.Object({
         format: Type.Optional(Type.String({ description: 'csv (default) or ndjson' })),
@@ -111,8 +118,11 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
   app.post('/devices/:device_id/readings/csv', {
     bodyLimit: ctx.exports.importMaxBytes,
     schema: {
-      tags, summary: "Imports an SD card's CSV file (text/csv body, or multipart field file); validated whole, stored by a job", operationId: 'importReadingsCsv',
-      consumes: ['text/csv', 'multipart/form-data'], params: DeviceParams,
+      tags,
+      summary: "Imports an SD card's CSV file (text/csv body, or multipart field file); validated whole, stored by a job",
+      operationId: 'importReadingsCsv',
+      consumes: ['text/csv', 'multipart/form-data'],
+      params: DeviceParams,
       response: { 202: Import, ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429) }
     }
   }, async (request, reply) => {
@@ -132,7 +142,9 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
 
   app.get('/devices/:device_id/readings/csv/:import_id', {
     schema: {
-      tags, summary: 'Progress of a CSV import', operationId: 'getReadingsCsvImport',
+      tags,
+      summary: 'Progress of a CSV import',
+      operationId: 'getReadingsCsvImport',
       params: Type.Object({ device_id: Type.String({ maxLength: 20 }), import_id: Type.String({ maxLength: 20 }) }),
       response: { 200: Import, ...errorResponses(401, 403, 404, 429) }
     }
