@@ -194,9 +194,9 @@ t.test('the access matrix: every route that shows or changes a device or a user,
 
   const fresh = async (rule: Rule, kind: Kind): Promise<Target> => {
     if (rule.fresh === undefined) return targets[kind]
-    const made = await device(kind)
-    if (rule.fresh === 'archived') await sql`update devices set archived_at = now(), state = 'archived' where id = ${made.id}`
-    return made
+    const spare = await device(kind)
+    if (rule.fresh === 'archived') await sql`update devices set archived_at = now(), state = 'archived' where id = ${spare.id}`
+    return spare
   }
   for (const rule of rules) {
     const kinds: Kind[] = Array.isArray(rule.expect) ? ['public'] : ['public', 'private']
