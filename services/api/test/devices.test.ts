@@ -56,11 +56,11 @@ t.test('a new user creates a device, sees it, makes it private, deletes it', asy
   const patched = await app.inject({ method: 'PATCH', url: `/v0/devices/${device.id}`, headers: bearer(owner.token), payload: { is_private: true } })
   t.equal(patched.statusCode, 200)
   t.equal(patched.json().data_policy.is_private, true)
-  t.equal((await app.inject({ url: `/v0/devices/${device.id}` })).statusCode, 403, 'anonymous: 403')
-  t.equal((await app.inject({ url: `/v0/devices/${device.id}`, headers: bearer(other.token) })).statusCode, 403, 'another citizen: 403')
+  t.equal((await app.inject({ url: `/v0/devices/${device.id}` })).statusCode, 404, 'anonymous: 404, as a missing device')
+  t.equal((await app.inject({ url: `/v0/devices/${device.id}`, headers: bearer(other.token) })).statusCode, 404, 'another citizen: 404')
   t.equal((await app.inject({ url: `/v0/devices/${device.id}`, headers: bearer(owner.token) })).statusCode, 200, 'owner: 200')
   t.equal((await app.inject({ url: `/v0/devices/${device.id}`, headers: bearer(admin.token) })).statusCode, 200, 'admin: 200')
-  t.equal((await app.inject({ url: `/v0/devices/${device.id}/readings?sensor_id=14` })).statusCode, 403, 'readings hidden')
+  t.equal((await app.inject({ url: `/v0/devices/${device.id}/readings?sensor_id=14` })).statusCode, 404, 'readings hidden')
   for (const [who, headers] of [['anonymous', {}], ['other', bearer(other.token)]] as const) {
     const ids = (url: string) => app.inject({ url, headers }).then((r) => r.json() as Array<{ id: number }>)
     t.notOk((await ids('/v0/devices')).some((d) => d.id === device.id), `${who}: not in the list`)
@@ -75,7 +75,7 @@ t.test('a new user creates a device, sees it, makes it private, deletes it', asy
   const me = (await app.inject({ url: '/v0/me', headers: bearer(owner.token) })).json()
   t.match(me.devices[0], { id: device.id, name: 'Balcony', device_token: device.device_token, hardware: { type: 'Unknown' } }, 'a user holds full devices')
 
-  t.equal((await app.inject({ method: 'DELETE', url: `/v0/devices/${device.id}`, headers: bearer(other.token) })).statusCode, 403)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v0/devices/${device.id}`, headers: bearer(other.token) })).statusCode, 404, 'private: hidden from a stranger\'s DELETE too')
   const deleted = await app.inject({ method: 'DELETE', url: `/v0/devices/${device.id}`, headers: bearer(owner.token) })
   t.same([deleted.statusCode, deleted.json()], [200, { message: 'OK' }])
   t.equal((await app.inject({ url: `/v0/devices/${device.id}`, headers: bearer(owner.token) })).statusCode, 404, 'archived devices are gone')

@@ -1,4 +1,4 @@
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, eq, isNull, or, type SQL } from 'drizzle-orm'
 import { devices, type Executor, type Sql } from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
@@ -14,17 +14,37 @@ export async function findActiveDevice (db: Executor, id: string | number): Prom
   return row
 }
 
+/** The owner and admins see a device's secrets and settings, and may change it (contract: Authentication). */
 export const ownsOrAdmin = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): boolean => viewer !== null && (viewer.id === device.ownerId || isAdmin(viewer))
 
-/** Posting readings and the CSV archive: the owner or an admin (contract: Authentication). */
-export function assertCanWrite (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): asserts viewer is Viewer {
-  if (viewer === null) throw errors.unauthorized()
-  if (!ownsOrAdmin(viewer, device)) throw errors.forbidden()
+/*
+ * The one home of the privacy rule (contract: a private device is hidden from other users). To
+ * anyone but its owner and admins a private device does not exist: every device route answers what
+ * it answers for an id that names no device (404, the same body), because a 403 would confirm it.
+ */
+
+/** The rule as a SQL condition, for lists, maps, profiles and experiments; undefined for admins. */
+export function visibleTo (viewer: Viewer | null): SQL | undefined {
+  if (isAdmin(viewer)) return undefined
+  return viewer === null ? eq(devices.isPrivate, false) : or(eq(devices.isPrivate, false), eq(devices.ownerId, viewer.id))
 }
 
-/** A private device is visible to its owner and admins only; others get 403, as clients expect (clients.md §4.16). */
-export function assertCanSee (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId' | 'isPrivate'>): void {
-  if (device.isPrivate && !ownsOrAdmin(viewer, device)) throw errors.forbidden()
+/** The rule for one device already loaded. */
+export const canSee = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId' | 'isPrivate'>): boolean => !device.isPrivate || ownsOrAdmin(viewer, device)
+
+/** Every route that names one device: a private device of someone else is a 404 like a missing one. */
+export function assertCanSee (viewer: Viewer | null, device: Pick<DeviceRow, 'id' | 'ownerId' | 'isPrivate'>): void {
+  if (!canSee(viewer, device)) throw errors.notFound('Device', device.id)
+}
+
+/**
+ * Changing a device, posting its readings, its CSV archive and imports: the owner or an admin. A
+ * private device stays hidden first, so anonymous callers get the 404 of a missing device, not a 401.
+ */
+export function assertCanWrite (viewer: Viewer | null, device: Pick<DeviceRow, 'id' | 'ownerId' | 'isPrivate'>): asserts viewer is Viewer {
+  assertCanSee(viewer, device)
+  if (viewer === null) throw errors.unauthorized()
+  if (!ownsOrAdmin(viewer, device)) throw errors.forbidden()
 }
 
 export interface DeviceAccess {

@@ -10,7 +10,8 @@ import { blur, geohashOf, reverseGeocode, truncate5 } from '../geo/location.js'
 import type { FilterSpec, ListQuery } from '../lists/filter-compiler.js'
 import { listPage } from '../lists/page.js'
 import { type DeviceInput, parseDeviceBody } from './device-rules.js'
-import { canManage, type DeviceRow, visibleTo } from './device-view.js'
+import { assertCanSee, assertCanWrite, findActiveDevice, visibleTo } from './device-access.js'
+import type { DeviceRow } from './device-view.js'
 
 const tagExists = (condition: SQL): SQL =>
   sql`exists (select 1 from ${deviceTags} join ${tags} on ${tags.id} = ${deviceTags.tagId} where ${deviceTags.deviceId} = ${devices.id} and ${condition})`
@@ -56,13 +57,10 @@ export function stateFor (device: { macAddress: string | null, lastReadingAt: Da
   return device.macAddress === null ? 'not_configured' : 'never_published'
 }
 
-/** An active device that the caller may see: 404 when unknown or archived, 403 when private to someone else. */
+/** An active device that the caller may see; 404 when unknown, archived, or private to someone else. */
 export async function findVisibleDevice (db: Executor, id: string | number, viewer: Viewer | null): Promise<DeviceRow> {
-  const numeric = typeof id === 'number' ? id : /^\d{1,9}$/.test(id) ? Number(id) : null
-  if (numeric === null) throw errors.notFound('Device', String(id))
-  const [row] = await db.select().from(devices).where(and(eq(devices.id, numeric), isNull(devices.archivedAt))).limit(1)
-  if (row === undefined) throw errors.notFound('Device', numeric)
-  if (row.isPrivate && !canManage(viewer, row)) throw errors.forbidden()
+  const row = await findActiveDevice(db, id)
+  assertCanSee(viewer, row)
   return row
 }
 
@@ -257,8 +255,7 @@ export async function createDevice (db: Db, body: unknown, viewer: Viewer | null
 
 /** PATCH /devices/:id: the owner or an admin; an empty body changes nothing and answers 200. */
 export async function updateDevice (db: Db, device: DeviceRow, body: unknown, viewer: Viewer | null, options: DeviceServiceOptions): Promise<DeviceRow> {
-  if (viewer === null) throw errors.unauthorized()
-  if (!canManage(viewer, device)) throw errors.forbidden()
+  assertCanWrite(viewer, device)
   const { input, errors: problems } = parseDeviceBody(body, { creating: false, viewer })
   unprocessableIf(problems)
   const tagList = input.userTags === undefined ? undefined : await tagIds(db, input.userTags)
@@ -289,8 +286,7 @@ export async function updateDevice (db: Db, device: DeviceRow, body: unknown, vi
  * the exporter's purge removes the device and its readings after the grace period.
  */
 export async function archiveDevice (db: Executor, device: DeviceRow, viewer: Viewer | null, now: Date): Promise<void> {
-  if (viewer === null) throw errors.unauthorized()
-  if (!canManage(viewer, device)) throw errors.forbidden()
+  assertCanWrite(viewer, device)
   await db.update(devices).set({ archivedAt: now, state: 'archived', oldMacAddress: device.macAddress, macAddress: null, updatedAt: now })
     .where(eq(devices.id, device.id))
 }

@@ -1,9 +1,10 @@
-import { and, asc, eq, inArray, isNull, or } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
 import {
   components, devices, deviceTags, type Executor, experimentDevices, kits, latestReadings, measurements,
   postprocessings, sensors, sensorTags, tags, tagSensors, users
 } from '@esp/db'
-import { isAdmin, type Viewer } from '../auth/viewer.js'
+import type { Viewer } from '../auth/viewer.js'
+import { ownsOrAdmin, visibleTo } from './device-access.js'
 import { presentSensor } from '../catalogue/catalogue-service.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp } from '../time.js'
@@ -33,12 +34,6 @@ export interface DeviceRelations {
   experiments: Map<number, number[]>
   /** only when the representation carries `data` */
   sensors: Map<number, SensorReading[]> | null
-}
-
-/** Private devices are seen by their owner and admins only; the SQL condition for everyone else. */
-export function visibleTo (viewer: Viewer | null) {
-  if (isAdmin(viewer)) return undefined
-  return viewer === null ? eq(devices.isPrivate, false) : or(eq(devices.isPrivate, false), eq(devices.ownerId, viewer.id))
 }
 
 const group = <K, V>(rows: V[], key: (row: V) => K): Map<K, V[]> => {
@@ -104,7 +99,7 @@ export async function loadRelations (db: Executor, rows: DeviceRow[], viewer: Vi
 }
 
 /** The owner and admins see a device's secrets and settings (contract: Authentication). */
-export const canManage = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): boolean => viewer !== null && (viewer.id === device.ownerId || isAdmin(viewer))
+export const canManage = ownsOrAdmin
 
 /** `hardware` derived from the overrides or the status message's hw_ver (behaviour.md §5.1). */
 type HardwareFacts = Pick<DeviceRow, 'lastStatusMessage' | 'hardwareNameOverride' | 'hardwareTypeOverride' | 'hardwareVersionOverride' | 'hardwareSlugOverride'>

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
 import { type Db, devices, type Executor, experimentDevices, experiments } from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
-import { canManage, visibleTo } from '../devices/device-view.js'
+import { canSee, visibleTo } from '../devices/device-access.js'
 import type { FilterSpec } from '../lists/filter-compiler.js'
 import { parseTimeParam } from '../readings/time-params.js'
 import { formatTimestamp } from '../time.js'
@@ -99,7 +99,7 @@ async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: Expe
         : await db.select({ id: devices.id, ownerId: devices.ownerId, isPrivate: devices.isPrivate }).from(devices)
           .where(and(inArray(devices.id, unique), isNull(devices.archivedAt)))
       // A private device of someone else is reported as unknown: its existence is not the caller's to learn.
-      const usable = found.filter((d) => !d.isPrivate || canManage(viewer, d))
+      const usable = found.filter((d) => canSee(viewer, d))
       const missing = unique.filter((id) => !usable.some((d) => d.id === id))
       if (missing.length > 0) r.add('device_ids', `unknown devices: ${missing.join(', ')}`)
       input.deviceIds = unique

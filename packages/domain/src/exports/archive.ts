@@ -28,8 +28,8 @@ export interface ArchiveRequestContext {
 }
 
 /**
- * `GET /devices/:id/readings/csv_archive`: 404 unknown, 401 anonymous, 403 neither owner nor
- * admin; the 6-hour rule is a conditional UPDATE, so of two concurrent requests the second waits
+ * `GET /devices/:id/readings/csv_archive`: 404 unknown (or private to someone else), 401
+ * anonymous, 403 neither owner nor admin; the 6-hour rule is a conditional UPDATE, so of two concurrent requests the second waits
  * on the row lock, re-reads the committed time and gets 420. The job commits with the stamp.
  */
 export async function requestCsvArchive (ctx: ArchiveRequestContext, viewer: Viewer | null, deviceId: string, baseUrl: string): Promise<void> {

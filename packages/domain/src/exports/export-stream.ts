@@ -25,7 +25,7 @@ export interface OpenedExport {
 const CONTENT_TYPES: Record<ExportFormat, string> = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson' }
 
 /**
- * `GET /devices/:id/readings/export`: the readings privacy rules (a private device is 403 to
+ * `GET /devices/:id/readings/export`: the readings privacy rules (a private device is a 404 to
  * others), the history's from/to syntax, no point cap. Parameters are all checked before the
  * stream opens, so a bad one is a 400 and never a broken download.
  */
