@@ -79,7 +79,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     const gate = throttle.gate(request.ip)
     if (token !== undefined) {
       // A token names no account: a bad one counts for the address only.
-      const viewer = await gate.verify(undefined, async () => token === '' ? null : await authenticateToken(options.db, signer, token, options.clock()))
+      const viewer = await gate.verifyToken(async () => token === '' ? null : await authenticateToken(options.db, signer, token, options.clock()))
       if (viewer === null) throw errors.invalidToken(param !== undefined)
       request.viewer = viewer
       return

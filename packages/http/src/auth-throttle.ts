@@ -3,7 +3,8 @@ import { Redis } from 'ioredis'
 import { type Admission, MemoryThrottleStore, type Outcome, type ThrottleKey, type ThrottlePolicy, type ThrottleStore } from '@esp/domain'
 
 // Each counted key owns four Redis keys: failures in the window, checks in flight, the lock, and
-// the back-off level. KEYS holds them in that order, four per counted key.
+// the back-off level. KEYS holds them in that order, four per counted key. ARGV: reserve (1/0),
+// how long a reservation lives, then each counted key's limit.
 const ADMIT = `
 local n = #KEYS / 4
 local locked = 0
@@ -12,40 +13,41 @@ for i = 0, n - 1 do
   if ttl > locked then locked = ttl end
 end
 if locked > 0 then return {1, locked} end
+if ARGV[1] == '0' then return {0, 0} end
 for i = 0, n - 1 do
   local failures = tonumber(redis.call('GET', KEYS[i * 4 + 1]) or '0')
   local pending = tonumber(redis.call('GET', KEYS[i * 4 + 2]) or '0')
-  if failures + pending >= tonumber(ARGV[i + 2]) then return {2, 1000} end
+  if failures + pending >= tonumber(ARGV[i + 3]) then return {2, 1000} end
 end
 for i = 0, n - 1 do
   redis.call('INCR', KEYS[i * 4 + 2])
-  redis.call('PEXPIRE', KEYS[i * 4 + 2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[i * 4 + 2], ARGV[2])
 end
 return {0, 0}`
 
-// ARGV: outcome (0 release, 1 success, 2 failure), window, max lockout, then per counted key its
-// limit and reset flag, then the lockout ladder.
+// ARGV: outcome (0 release, 1 success, 2 failure), reserved (1/0), window, max lockout, then per
+// counted key its limit and reset flag, then the lockout ladder.
 const SETTLE = `
 local n = #KEYS / 4
 local outcome = tonumber(ARGV[1])
-local windowMs = tonumber(ARGV[2])
-local maxLockMs = tonumber(ARGV[3])
-local ladder = 4 + n * 2
+local windowMs = tonumber(ARGV[3])
+local maxLockMs = tonumber(ARGV[4])
+local ladder = 5 + n * 2
 local steps = #ARGV - ladder + 1
 for i = 0, n - 1 do
   local f, p, l, s = KEYS[i * 4 + 1], KEYS[i * 4 + 2], KEYS[i * 4 + 3], KEYS[i * 4 + 4]
-  if tonumber(redis.call('GET', p) or '0') > 0 then redis.call('DECR', p) end
+  if ARGV[2] == '1' and tonumber(redis.call('GET', p) or '0') > 0 then redis.call('DECR', p) end
   if outcome == 2 then
     local failures = redis.call('INCR', f)
     if failures == 1 then redis.call('PEXPIRE', f, windowMs) end
-    if failures >= tonumber(ARGV[4 + i * 2]) then
+    if failures >= tonumber(ARGV[5 + i * 2]) then
       local strikes = redis.call('INCR', s)
       local lockMs = tonumber(ARGV[ladder + math.min(strikes, steps) - 1])
       redis.call('SET', l, '1', 'PX', lockMs)
       redis.call('PEXPIRE', s, lockMs + maxLockMs)
       redis.call('DEL', f)
     end
-  elseif outcome == 1 and ARGV[5 + i * 2] == '1' then
+  elseif outcome == 1 and ARGV[6 + i * 2] == '1' then
     redis.call('DEL', f, s, l)
   end
 end
@@ -72,16 +74,16 @@ export class RedisThrottleStore implements ThrottleStore {
     this.redis = redis as Scripted
   }
 
-  async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy): Promise<Admission> {
+  async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean): Promise<Admission> {
     const all = redisKeys(keys)
-    const [state, ms] = await this.redis.espThrottleAdmit(all.length, ...all, policy.pendingMs, ...keys.map((k) => k.limit))
+    const [state, ms] = await this.redis.espThrottleAdmit(all.length, ...all, reserve ? '1' : '0', policy.pendingMs, ...keys.map((k) => k.limit))
     if (state === 0) return { ok: true }
     return { ok: false, retryAfterMs: ms, reason: state === 1 ? 'locked' : 'busy' }
   }
 
-  async settle (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome): Promise<void> {
+  async settle (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome, reserved: boolean): Promise<void> {
     const all = redisKeys(keys)
-    await this.redis.espThrottleSettle(all.length, ...all, OUTCOMES[outcome], policy.windowMs, policy.maxLockoutMs,
+    await this.redis.espThrottleSettle(all.length, ...all, OUTCOMES[outcome], reserved ? '1' : '0', policy.windowMs, policy.maxLockoutMs,
       ...keys.flatMap((k) => [k.limit, k.resetOnSuccess ? '1' : '0']), ...policy.lockoutsMs)
   }
 }
@@ -95,21 +97,21 @@ export class RedisThrottleStore implements ThrottleStore {
 export class FallbackThrottleStore implements ThrottleStore {
   constructor (private readonly primary: ThrottleStore, private readonly secondary: ThrottleStore, private readonly onError: (err: unknown) => void) {}
 
-  async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy): Promise<Admission> {
+  async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean): Promise<Admission> {
     try {
-      return await this.primary.admit(keys, policy)
+      return await this.primary.admit(keys, policy, reserve)
     } catch (err) {
       this.onError(err)
-      return await this.secondary.admit(keys, policy)
+      return await this.secondary.admit(keys, policy, reserve)
     }
   }
 
-  async settle (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome): Promise<void> {
+  async settle (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome, reserved: boolean): Promise<void> {
     try {
-      await this.primary.settle(keys, policy, outcome)
+      await this.primary.settle(keys, policy, outcome, reserved)
     } catch (err) {
       this.onError(err)
-      await this.secondary.settle(keys, policy, outcome)
+      await this.secondary.settle(keys, policy, outcome, reserved)
     }
   }
 }

@@ -146,6 +146,11 @@ t.test('with REDIS_URL two instances share the count; the lockout ends and doubl
   t.equal(again.headers['retry-after'], '2', 'the second lockout is twice as long')
   await new Promise((resolve) => setTimeout(resolve, 2100))
   t.equal((await from(second, user.password)).statusCode, 200, 'the right password after the lockout')
+  // Bad tokens from one address, alternating instances, lock that address on both.
+  const address = freshAddress()
+  for (let i = 0; i < SMALL.addressFailures; i++) t.equal((await (i % 2 === 0 ? first : second).inject({ url: '/v0/', headers: bearer(`forged.token.${i}`), remoteAddress: address })).statusCode, 401)
+  assertThrottled(t, await second.inject({ url: '/v0/', headers: bearer(user.token), remoteAddress: address }), 1, 'a good token from the locked address')
+  t.equal((await second.inject({ url: '/v0/', headers: bearer(user.token), remoteAddress: freshAddress() })).statusCode, 200, 'from another address')
 })
 
 t.test('a Redis that cannot be reached: logins still work and are still counted (in memory)', async (t) => {

@@ -26,15 +26,15 @@ export class MemoryThrottleStore implements ThrottleStore {
 
   get size (): number { return this.entries.size }
 
-  async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy): Promise<Admission> {
-    return this.admitNow(keys, policy, this.now())
+  async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean): Promise<Admission> {
+    return this.admitNow(keys, policy, reserve, this.now())
   }
 
-  async settle (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome): Promise<void> {
+  async settle (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome, reserved: boolean): Promise<void> {
     const now = this.now()
     for (const { key, limit, resetOnSuccess } of keys) {
       const entry = this.read(key, now)
-      entry.pending = Math.max(0, entry.pending - 1)
+      if (reserved) entry.pending = Math.max(0, entry.pending - 1)
       if (outcome === 'failure') {
         if (entry.failures === 0) entry.failuresUntil = now + policy.windowMs
         entry.failures++
@@ -54,10 +54,11 @@ export class MemoryThrottleStore implements ThrottleStore {
     }
   }
 
-  private admitNow (keys: readonly ThrottleKey[], policy: ThrottlePolicy, now: number): Admission {
+  private admitNow (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean, now: number): Admission {
     let lockedMs = 0
     for (const { key } of keys) lockedMs = Math.max(lockedMs, (this.entries.get(key)?.lockedUntil ?? 0) - now)
     if (lockedMs > 0) return { ok: false, retryAfterMs: lockedMs, reason: 'locked' }
+    if (!reserve) return { ok: true }
     const entries = keys.map(({ key }) => this.read(key, now))
     // Failures so far plus checks still running: parallel guesses cannot pass the limit together.
     if (keys.some(({ limit }, i) => (entries[i]?.failures ?? 0) + (entries[i]?.pending ?? 0) >= limit)) return { ok: false, retryAfterMs: 1000, reason: 'busy' }

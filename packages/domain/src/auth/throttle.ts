@@ -10,6 +10,9 @@ import { sha256 } from './secrets.js'
  * - A check is admitted only while its keys are not locked and `failures + checks in flight` is
  *   below the key's limit, so parallel guesses cannot overshoot it. A refusal happens before the
  *   secret is looked at: a locked-out caller is refused even with the right password.
+ * - Bearer tokens are the exception to the in-flight count: they are signed and cannot be guessed,
+ *   and they ride on every API request, where a client's parallel requests must not be refused.
+ *   A bad one still counts, and a locked address is still refused before the token is read.
  * - The limit-th failure within the window locks the key; each further lockout doubles, up to the
  *   maximum. The back-off level is forgotten once the key stays quiet for the maximum lockout.
  * - A success forgets an account's failures (its owner proved who they are), never an address's:
@@ -55,10 +58,10 @@ export type Outcome = 'success' | 'failure' | 'release'
  * come from the policy, so the rule has one home (this file).
  */
 export interface ThrottleStore {
-  /** refuses when a key is locked or full; otherwise counts one check in flight on every key */
-  admit: (keys: readonly ThrottleKey[], policy: ThrottlePolicy) => Promise<Admission>
+  /** refuses when a key is locked, or (reserving) full; a reservation counts one check in flight on every key */
+  admit: (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean) => Promise<Admission>
   /** ends a check: a failure counts (and may lock), a success resets the keys that allow it, a release (the check itself broke) only ends it */
-  settle: (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome) => Promise<void>
+  settle: (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome, reserved: boolean) => Promise<void>
 }
 
 export function throttlePolicy (settings: ThrottleSettings): ThrottlePolicy {
@@ -74,6 +77,8 @@ export function throttlePolicy (settings: ThrottleSettings): ThrottlePolicy {
 /** A verification that may be refused first: `check` resolves to the proven thing, or null when the secret is wrong. */
 export interface CredentialGate {
   verify: <T>(account: string | undefined, check: () => Promise<T | null>) => Promise<T | null>
+  /** a bearer token: no account, no count of checks in flight (see above) */
+  verifyToken: <T>(check: () => Promise<T | null>) => Promise<T | null>
 }
 
 export class AuthThrottle {
@@ -87,13 +92,16 @@ export class AuthThrottle {
 
   /** The checks of one caller (its client address). */
   gate (address: string): CredentialGate {
-    return { verify: async (account, check) => await this.verify(address, account, check) }
+    return {
+      verify: async (account, check) => await this.verify(address, account, check),
+      verifyToken: async (check) => await this.verify(address, undefined, check, false)
+    }
   }
 
   /** Runs `check` unless the caller is refused (ApiError 429 with Retry-After), and counts its outcome. */
-  async verify<T> (address: string, account: string | undefined, check: () => Promise<T | null>): Promise<T | null> {
+  async verify<T> (address: string, account: string | undefined, check: () => Promise<T | null>, reserve = true): Promise<T | null> {
     const keys = this.keysOf(address, account)
-    const admission = await this.store.admit(keys, this.policy)
+    const admission = await this.store.admit(keys, this.policy, reserve)
     if (!admission.ok) {
       this.onRefused(admission.reason)
       throw errors.tooManyRequests(Math.max(1, Math.ceil(admission.retryAfterMs / 1000)))
@@ -102,10 +110,12 @@ export class AuthThrottle {
     try {
       result = await check()
     } catch (err) {
-      await this.store.settle(keys, this.policy, 'release')
+      if (reserve) await this.store.settle(keys, this.policy, 'release', reserve)
       throw err
     }
-    await this.store.settle(keys, this.policy, result === null ? 'failure' : 'success')
+    const outcome = result === null ? 'failure' : 'success'
+    // Unreserved, a success on keys that keep their count changes nothing: no second round trip.
+    if (reserve || outcome === 'failure' || keys.some((k) => k.resetOnSuccess)) await this.store.settle(keys, this.policy, outcome, reserve)
     return result
   }
 

@@ -88,6 +88,17 @@ t.test('parallel guesses cannot pass the limit together', async (t) => {
   t.equal(results.filter((r) => r.status === 'rejected').length, 47)
 })
 
+t.test('bearer tokens: parallel good ones are never refused; bad ones still lock the address', async (t) => {
+  const { throttle, attempt } = harness()
+  const gate = throttle.gate('10.0.0.1')
+  const slow = async (valid: boolean): Promise<string | null> => { await new Promise((resolve) => setTimeout(resolve, 10)); return valid ? 'viewer' : null }
+  const good = await Promise.all(Array.from({ length: 50 }, async () => await gate.verifyToken(async () => await slow(true))))
+  t.equal(good.filter((v) => v === 'viewer').length, 50, 'a client\'s parallel requests all pass')
+  for (let i = 0; i < 5; i++) t.equal(await gate.verifyToken(async () => await slow(false)), null)
+  t.equal(await retryAfter(async () => await gate.verifyToken(async () => await slow(true))), 60, 'the address is locked, for tokens too')
+  t.equal(await attempt('right', 'someone'), 429, 'and for passwords')
+})
+
 t.test('a check that breaks is neither a failure nor a success', async (t) => {
   const { throttle, attempt } = harness()
   for (let i = 0; i < 5; i++) await t.rejects(throttle.verify('10.0.0.1', 'ada', async () => { throw new Error('database down') }), { message: 'database down' })

@@ -57,7 +57,7 @@ async function userOf (deps: AccessDeps, address: string, username: string, pass
   }
   const signer = deps.signer
   if (signer === null || password.split('.').length !== 3) return null
-  const viewer = await gate.verify(undefined, async () => await authenticateToken(deps.db, signer, password, deps.now()))
+  const viewer = await gate.verifyToken(async () => await authenticateToken(deps.db, signer, password, deps.now()))
   return viewer === null ? null : { viewer, forwardingToken: null }
 }
 
