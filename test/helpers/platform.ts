@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { ingestService } from '@esp/ingest'
 import type { Database } from '@esp/db'
 import type { Clock } from '@esp/domain'
+import type { AuthOptions } from '@esp/http'
 import { buildApi, type ApiHarness } from './api.js'
 
 interface Tap { teardown: (fn: () => unknown) => void }
@@ -11,8 +12,9 @@ interface Tap { teardown: (fn: () => unknown) => void }
  * With `mqtt`, the embedded broker listens on a free port (app.mqttListening) and the HTTP server on
  * another (for MQTT over WebSocket at /mqtt): the tests talk to both as devices and browsers do.
  */
-export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues?: number, maxBuckets?: number, bodyLimit?: number, mqtt?: boolean } = {}): Promise<ApiHarness> {
+export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues?: number, maxBuckets?: number, bodyLimit?: number, mqtt?: boolean, auth?: Partial<AuthOptions> } = {}): Promise<ApiHarness> {
   return await buildApi(t, {
+    ...(options.auth !== undefined ? { auth: options.auth } : {}),
     deps: { ...(options.clock !== undefined ? { clock: options.clock } : {}), ...(options.maxBuckets !== undefined ? { maxBuckets: options.maxBuckets } : {}) },
     ...(options.bodyLimit !== undefined ? { server: { bodyLimit: options.bodyLimit } } : {}),
     extra: async (app: FastifyInstance, database: Database) => {

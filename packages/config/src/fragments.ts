@@ -50,7 +50,13 @@ export const AuthConfig = Type.Object({
   PASSWORD_RESET_TTL_SECONDS: Type.Integer({ minimum: 60, default: 24 * 3600, description: 'an integer of seconds, at least 60' }),
   ADMIN_USERNAME: Type.Optional(Type.String({ minLength: 3, maxLength: 30, description: 'a username of 3 to 30 characters' })),
   ADMIN_EMAIL: Type.Optional(Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', description: 'an e-mail address' })),
-  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8, description: 'a password of at least 8 characters' }))
+  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 8, description: 'a password of at least 8 characters' })),
+  // Failed credential checks (issue 19): counted per account and per address, shared through REDIS_URL.
+  AUTH_FAILURES_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 10, description: 'a positive integer' }),
+  AUTH_FAILURES_PER_ADDRESS: Type.Integer({ minimum: 1, default: 30, description: 'a positive integer' }),
+  AUTH_FAILURE_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'an integer of seconds, at least 1' }),
+  AUTH_LOCKOUT_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'an integer of seconds, at least 1' }),
+  AUTH_LOCKOUT_MAX_SECONDS: Type.Integer({ minimum: 1, default: 21_600, description: 'an integer of seconds, at least 1' })
 })
 
 export const RateLimitConfig = Type.Object({

@@ -2,11 +2,14 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Executor } from '@esp/db'
-import { authenticateToken, checkCredentials, type Clock, errors, type TokenSigner, type Viewer } from '@esp/domain'
+import { AuthThrottle, authenticateToken, checkCredentials, type Clock, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
+import { createThrottleStore } from './auth-throttle.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     tokenSigner: TokenSigner
+    /** counts failed credential checks; every path that verifies a secret goes through it */
+    authThrottle: AuthThrottle
   }
   interface FastifyRequest {
     /** the authenticated caller, null when anonymous */
@@ -22,6 +25,10 @@ export interface AuthOptions {
   db: Executor
   jwtSecret: string
   clock: Clock
+  /** limits on failed credential checks; the platform's defaults without them */
+  throttle?: ThrottleSettings | undefined
+  /** counts shared by every instance (REDIS_URL); in memory without it */
+  redisUrl?: string | undefined
 }
 
 function queryToken (request: FastifyRequest): string | undefined {
@@ -34,7 +41,8 @@ function queryToken (request: FastifyRequest): string | undefined {
 /**
  * Resolves `request.viewer` from `Authorization: Bearer`, `?access_token=` or `Authorization: Basic`
  * (contract: Authentication). No credentials is an anonymous caller; bad ones are a 401, so a
- * client never silently acts as a guest with a token it believes works.
+ * client never silently acts as a guest with a token it believes works. Every check passes the
+ * throttle (`app.authThrottle`), which the api's login routes and the MQTT broker share.
  */
 export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) => {
   await app.register(fastifyJwt, { secret: options.jwtSecret, verify: { algorithms: ['HS256'] }, sign: { algorithm: 'HS256' } })
@@ -51,6 +59,15 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
   }
   app.decorate('tokenSigner', signer)
   app.decorateRequest('viewer', null)
+  const throttleStore = await createThrottleStore({
+    redisUrl: options.redisUrl,
+    now: () => options.clock().getTime(),
+    warn: (err) => { app.log.warn({ err }, 'failed logins are counted in this process only: the shared store is unreachable') }
+  })
+  app.addHook('onClose', throttleStore.close)
+  const refused = app.hasDecorator('metrics') ? app.metrics.authThrottled : undefined
+  const throttle = new AuthThrottle(throttleStore.store, options.throttle ?? DEFAULT_THROTTLE, (reason) => { refused?.inc({ reason }) })
+  app.decorate('authThrottle', throttle)
 
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config.authenticate === false) return
@@ -58,8 +75,11 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     const bearer = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : undefined
     const param = bearer === undefined ? queryToken(request) : undefined
     const token = bearer ?? param
+    // A locked-out address is refused (429) before its token or password is looked at.
+    const gate = throttle.gate(request.ip)
     if (token !== undefined) {
-      const viewer = token === '' ? null : await authenticateToken(options.db, signer, token, options.clock())
+      // A token names no account: a bad one counts for the address only.
+      const viewer = await gate.verifyToken(async () => token === '' ? null : await authenticateToken(options.db, signer, token, options.clock()))
       if (viewer === null) throw errors.invalidToken(param !== undefined)
       request.viewer = viewer
       return
@@ -67,7 +87,8 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     if (header !== undefined && /^basic\s+/i.test(header)) {
       const decoded = Buffer.from(header.replace(/^basic\s+/i, ''), 'base64').toString('utf8')
       const colon = decoded.indexOf(':')
-      const viewer = colon <= 0 ? null : await checkCredentials(options.db, decoded.slice(0, colon), decoded.slice(colon + 1))
+      const login = colon <= 0 ? undefined : decoded.slice(0, colon)
+      const viewer = await gate.verify(login, async () => login === undefined ? null : await checkCredentials(options.db, login, decoded.slice(colon + 1)))
       if (viewer === null) throw errors.badCredentials()
       request.viewer = viewer
     }

@@ -64,7 +64,19 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       publicUrl: config.PUBLIC_URL,
       vendor: config.API_VENDOR,
       versionGit: detectVersion(config.VERSION_GIT),
-      auth: { db: database.db, jwtSecret: secret, clock: systemClock },
+      auth: {
+        db: database.db,
+        jwtSecret: secret,
+        clock: systemClock,
+        redisUrl: config.REDIS_URL,
+        throttle: {
+          accountFailures: config.AUTH_FAILURES_PER_ACCOUNT,
+          addressFailures: config.AUTH_FAILURES_PER_ADDRESS,
+          windowSeconds: config.AUTH_FAILURE_WINDOW_SECONDS,
+          lockoutSeconds: config.AUTH_LOCKOUT_SECONDS,
+          maxLockoutSeconds: Math.max(config.AUTH_LOCKOUT_MAX_SECONDS, config.AUTH_LOCKOUT_SECONDS)
+        }
+      },
       rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL },
       uploadMaxBytes: config.UPLOAD_MAX_BYTES ?? 5 * 1024 * 1024,
       credentialedOrigins: config.CORS_ORIGINS === '' ? [] : config.CORS_ORIGINS.split(','),

@@ -21,6 +21,8 @@ export interface PlatformMetrics {
   readonly registry: Registry
   readonly readingsStored: Counter
   readonly pressureRejections: Counter<'reason'>
+  /** credential checks refused before they ran: the caller was locked out, or had too many in flight */
+  readonly authThrottled: Counter<'reason'>
   onScrape: (collect: () => Promise<void>) => void
   /** the text a scrape returns, after every onScrape collector ran */
   scrape: () => Promise<string>
@@ -44,6 +46,7 @@ export function createMetrics (onCollectError: (err: unknown) => void = () => {}
     registry,
     readingsStored: new Counter({ name: 'esp_readings_stored_total', help: 'Readings committed to the database (new rows; rate() gives readings stored per second)', registers }),
     pressureRejections: new Counter({ name: 'esp_pressure_rejections_total', help: 'Requests answered 503 because the process was under pressure, by reason', labelNames: ['reason'], registers }),
+    authThrottled: new Counter({ name: 'esp_auth_throttled_total', help: 'Credential checks (logins, tokens, reset codes, MQTT) refused with 429 or a refused CONNACK after too many failures, by reason (locked, busy)', labelNames: ['reason'], registers }),
     onScrape: (collect) => { collectors.push(collect) },
     scrape: async () => {
       // One failing source (a database hiccup) must not blank the whole scrape.

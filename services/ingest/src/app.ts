@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { type Clock, type IngestContext, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
+import { AuthThrottle, type Clock, DEFAULT_THROTTLE, type IngestContext, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
 import { externalBrokerPlugin } from './broker/external.js'
@@ -83,6 +83,9 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
         db: deps.database.db,
         sql: deps.database.sql,
         signer: app.hasDecorator('tokenSigner') ? app.tokenSigner : null,
+        // The server's throttle, so HTTP and MQTT failures count together; a server without auth
+        // (tests of the broker alone) still counts forwarding credentials.
+        throttle: app.hasDecorator('authThrottle') ? app.authThrottle : new AuthThrottle(new MemoryThrottleStore(() => clock().getTime()), DEFAULT_THROTTLE),
         now: clock,
         messages: { ...messages, log: app.log.child({ component: 'mqtt' }) },
         feed

@@ -4,6 +4,7 @@ import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { randomSecret, safeEqual, sha256 } from './secrets.js'
 import { issueAccessToken, checkCredentials, type IssuedToken, type TokenSigner } from './tokens.js'
+import type { CredentialGate } from './throttle.js'
 import type { Viewer } from './viewer.js'
 
 type ApplicationRow = typeof oauthApplications.$inferSelect
@@ -91,8 +92,12 @@ export async function deleteApplication (db: Executor, viewer: Viewer, id: numbe
 const oauthError = (status: number, code: string, message: string): ApiError =>
   new ApiError({ code: `ESP_OAUTH_${code.toUpperCase()}`, id: code, statusCode: status, message })
 
-/** The token endpoint's password grant: client credentials, then the user's (RFC 6749 §4.3). */
-export async function passwordGrant (db: Executor, signer: TokenSigner, input: {
+/**
+ * The token endpoint's password grant: client credentials, then the user's (RFC 6749 §4.3). Both
+ * secrets pass the gate: a client secret counts for the address only (it names no account), the
+ * user's password for the address and the username.
+ */
+export async function passwordGrant (db: Executor, signer: TokenSigner, gate: CredentialGate, input: {
   grantType: string | undefined,
   clientId: string | undefined,
   clientSecret: string | undefined,
@@ -103,10 +108,14 @@ export async function passwordGrant (db: Executor, signer: TokenSigner, input: {
 }): Promise<IssuedToken> {
   if (input.grantType !== 'password') throw oauthError(400, 'unsupported_grant_type', 'Only grant_type=password is supported')
   if (input.clientId === undefined || input.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'Client authentication failed')
-  const [app] = await db.select().from(oauthApplications).where(eq(oauthApplications.uid, input.clientId)).limit(1)
-  if (app === undefined || !safeEqual(app.secretHash, sha256(input.clientSecret))) throw oauthError(401, 'invalid_client', 'Client authentication failed')
-  if (input.username === undefined || input.password === undefined) throw oauthError(400, 'invalid_request', 'username and password are required')
-  const viewer = await checkCredentials(db, input.username, input.password)
+  const { clientId, clientSecret, username, password } = input
+  const app = await gate.verify(undefined, async () => {
+    const [row] = await db.select().from(oauthApplications).where(eq(oauthApplications.uid, clientId)).limit(1)
+    return row !== undefined && safeEqual(row.secretHash, sha256(clientSecret)) ? row : null
+  })
+  if (app === null) throw oauthError(401, 'invalid_client', 'Client authentication failed')
+  if (username === undefined || password === undefined) throw oauthError(400, 'invalid_request', 'username and password are required')
+  const viewer = await gate.verify(username, async () => await checkCredentials(db, username, password))
   if (viewer === null) throw oauthError(400, 'invalid_grant', 'The resource owner credentials are invalid')
   return await issueAccessToken(db, signer, { userId: viewer.id, applicationId: app.id, ttlSeconds: input.ttlSeconds, now: input.now })
 }

@@ -3,6 +3,7 @@ import { and, eq, gt, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, type Executor, users } from '@esp/db'
 import { errors } from '../errors.js'
 import { sha256, verifyPassword } from './secrets.js'
+import type { CredentialGate } from './throttle.js'
 import type { Viewer } from './viewer.js'
 
 /** Signs and checks access tokens (JWT through @fastify/jwt in the HTTP layer). */
@@ -49,9 +50,12 @@ export async function checkCredentials (db: Executor, login: string, password: s
   return ok && row !== undefined ? { id: row.id, username: row.username, role: row.role } : null
 }
 
-/** POST /sessions: the same answer for an unknown login and a wrong password, so it reveals no account. */
-export async function login (db: Executor, signer: TokenSigner, input: { login: string, password: string, ttlSeconds: number, now: Date, applicationId?: number | null }): Promise<IssuedToken & { viewer: Viewer }> {
-  const viewer = await checkCredentials(db, input.login, input.password)
+/**
+ * POST /sessions: the same answer for an unknown login and a wrong password, so it reveals no
+ * account. The gate counts the attempt and refuses a locked-out caller before the password is read.
+ */
+export async function login (db: Executor, signer: TokenSigner, gate: CredentialGate, input: { login: string, password: string, ttlSeconds: number, now: Date, applicationId?: number | null }): Promise<IssuedToken & { viewer: Viewer }> {
+  const viewer = await gate.verify(input.login, async () => await checkCredentials(db, input.login, input.password))
   if (viewer === null) throw errors.invalidCredentials()
   return { ...(await issueAccessToken(db, signer, { userId: viewer.id, applicationId: input.applicationId ?? null, ttlSeconds: input.ttlSeconds, now: input.now })), viewer }
 }

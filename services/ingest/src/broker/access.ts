@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { authenticateToken, ownsOrAdmin, type TokenSigner, type Viewer } from '@esp/domain'
+import { ApiError, type AuthThrottle, authenticateToken, ownsOrAdmin, safeEqual, type TokenSigner, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -19,6 +19,8 @@ export interface AccessDeps {
   sql: Sql
   /** checks access tokens given as the MQTT password; null where the server has no auth */
   signer: TokenSigner | null
+  /** the server's count of failed credential checks, shared with HTTP logins */
+  throttle: AuthThrottle
   now: () => Date
   log: FastifyBaseLogger
   messages: DeviceMessageDeps
@@ -31,14 +33,31 @@ function refusal (message: string, returnCode: AuthErrorCode): AuthenticateError
   return Object.assign(new Error(message), { returnCode })
 }
 
-/** A user proved by forwarding credentials, or by an access token as the password. */
-async function userOf (deps: AccessDeps, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string | null } | null> {
-  const [forwarding] = await deps.sql<{ id: number, username: string, role: Viewer['role'] }[]>`
-    select id, username, role from users
-    where forwarding_username = ${username} and forwarding_token = ${password} and archived_at is null`
-  if (forwarding !== undefined) return { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
-  if (deps.signer === null || password.split('.').length !== 3) return null
-  const viewer = await authenticateToken(deps.db, deps.signer, password, deps.now())
+/** The client's address: the socket's, or for MQTT over WebSocket the upgrade request's. */
+function addressOf (client: Client): string {
+  const socket = client.req?.socket ?? client.conn
+  return 'remoteAddress' in socket && typeof socket.remoteAddress === 'string' ? socket.remoteAddress : 'unknown'
+}
+
+/**
+ * A user proved by forwarding credentials, or by an access token as the password. Both pass the
+ * throttle, which refuses a locked-out caller before the secret is compared: forwarding
+ * credentials count for the address and the forwarding username, a token (which names no
+ * account) for the address. Anything else (a device's placeholder `user`/`password`, its token as
+ * the username) is no attempt at a user's secret, so it is neither counted nor refused.
+ */
+async function userOf (deps: AccessDeps, address: string, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string | null } | null> {
+  const gate = deps.throttle.gate(address)
+  const [forwarding] = await deps.sql<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null }[]>`
+    select id, username, role, forwarding_token from users
+    where forwarding_username = ${username} and archived_at is null`
+  if (forwarding !== undefined) {
+    const proved = await gate.verify(username, async () => forwarding.forwarding_token !== null && safeEqual(forwarding.forwarding_token, password) ? true : null)
+    return proved === null ? null : { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
+  }
+  const signer = deps.signer
+  if (signer === null || password.split('.').length !== 3) return null
+  const viewer = await gate.verifyToken(async () => await authenticateToken(deps.db, signer, password, deps.now()))
   return viewer === null ? null : { viewer, forwardingToken: null }
 }
 
@@ -47,7 +66,11 @@ async function userOf (deps: AccessDeps, username: string, password: string): Pr
  * for its credentials: the firmware sends only its token as client id, the 2016 prototype sent
  * `user`/`password`, and live subscribers are anonymous. A token may also come as the username.
  * Credentials that prove a user (forwarding credentials, an access token) widen what the client
- * may subscribe to; anything else is simply not a user.
+ * may subscribe to; anything else is simply not a user. The one refusal: a caller locked out by
+ * too many failed checks gets CONNACK 5 "not authorized" (MQTT 3.1.1 §3.2.2.3). Not 3 "server
+ * unavailable": the server is up and it is this caller that is refused, and clients read 3 as
+ * an outage to retry at once; not 4 "bad username or password", which would be a lie to the
+ * holder of the right ones. 3.1.1 has no Retry-After; the lock's length is the HTTP side's.
  */
 export function installAccess (broker: {
   authenticate: (client: Client, username: Readonly<string | undefined>, password: Readonly<Buffer | undefined>, done: (error: AuthenticateError | null, success: boolean | null) => void) => void
@@ -65,11 +88,16 @@ export function installAccess (broker: {
       done(null, true)
       return
     }
-    userOf(deps, username, secret).then((user) => {
+    userOf(deps, addressOf(client), username, secret).then((user) => {
       if (user !== null) { identity.viewer = user.viewer; identity.forwardingToken = user.forwardingToken }
       identities.set(client, identity)
       done(null, true)
     }, (err: unknown) => {
+      if (err instanceof ApiError && err.statusCode === 429) {
+        deps.log.info('mqtt connect refused: too many failed credential checks')
+        done(refusal('not authorized: too many failed attempts, retry later', 5), false)
+        return
+      }
       deps.log.error({ err }, 'mqtt authentication failed')
       done(refusal('server unavailable', 3), false)
     })

@@ -97,7 +97,7 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
       }
     }
     const now = ctx.clock()
-    const issued = await applications.passwordGrant(db, app.tokenSigner, {
+    const issued = await applications.passwordGrant(db, app.tokenSigner, app.authThrottle.gate(request.ip), {
       grantType: params.grant_type,
       clientId,
       clientSecret,

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { completePasswordReset, errors, OkMessage, presentUser, requestPasswordReset, RESET_MESSAGE, userForResetToken } from '@esp/domain'
+import { completePasswordReset, errors, nullWhenNotFound, OkMessage, presentUser, requestPasswordReset, RESET_MESSAGE, userForResetToken } from '@esp/domain'
 import { baseUrl, errorResponses } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { mergedParams } from './params.js'
 
 const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) })
+const unknownCode = () => errors.notFound('PasswordReset', 'token')
 
 /** Contract: password reset in four steps (and GET for step 2, as real clients use it). */
 export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
@@ -34,7 +35,10 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
       url: '/password_resets/:token',
       schema: { tags, summary: 'Steps 2 and 3: the user a valid reset code belongs to', operationId: method === 'GET' ? 'getPasswordReset' : 'showPasswordReset', params: Token, response: { 200: Type.Ref('User'), ...errorResponses(404, 429) } },
       handler: async (request) => {
-        const user = await userForResetToken(ctx.database.db, request.params.token, ctx.clock())
+        // A wrong code is a failed credential check: codes cannot be guessed faster than the limit.
+        const user = await app.authThrottle.gate(request.ip).verify(undefined, async () =>
+          await nullWhenNotFound(async () => await userForResetToken(ctx.database.db, request.params.token, ctx.clock())))
+        if (user === null) throw unknownCode()
         return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
       }
     })
@@ -53,7 +57,9 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
         response: { 200: Type.Ref('User'), ...errorResponses(400, 404, 422, 429) }
       },
       handler: async (request) => {
-        const user = await completePasswordReset(ctx.database, request.params.token, mergedParams(request).password, ctx.clock())
+        const user = await app.authThrottle.gate(request.ip).verify(undefined, async () =>
+          await nullWhenNotFound(async () => await completePasswordReset(ctx.database, request.params.token, mergedParams(request).password, ctx.clock())))
+        if (user === null) throw unknownCode()
         return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
       }
     })

@@ -32,7 +32,7 @@ export async function sessionRoutes (fastify: FastifyInstance, ctx: ApiContext):
     const params = mergedParams(request)
     const missing = ['username', 'password'].filter((key) => params[key] === undefined)
     if (missing.length > 0) throw errors.parameterMissing(missing)
-    const issued = await login(ctx.database.db, app.tokenSigner, {
+    const issued = await login(ctx.database.db, app.tokenSigner, app.authThrottle.gate(request.ip), {
       login: params.username ?? '',
       password: params.password ?? '',
       ttlSeconds: ctx.settings.accessTokenTtlSeconds,

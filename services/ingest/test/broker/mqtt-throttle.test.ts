@@ -1,0 +1,86 @@
+import t, { type Test } from 'tap'
+import mqtt, { type IClientOptions } from 'mqtt'
+import type { ThrottleSettings } from '@esp/domain'
+import { bearer, signUp, signUpAs } from '../../../../test/helpers/api.js'
+import { connectMqtt, subscribeGranted, until } from '../../../../test/helpers/mqtt.js'
+import { buildPlatform, makeDevice } from '../../../../test/helpers/platform.js'
+
+// Issue 19: MQTT CONNECT with a user's secret counts with the HTTP failures of the same server.
+const SMALL: ThrottleSettings = { accountFailures: 3, addressFailures: 6, windowSeconds: 600, lockoutSeconds: 300, maxLockoutSeconds: 1200 }
+
+async function platform (t: Test) {
+  let now = Date.parse('2026-11-25T12:00:00Z')
+  const harness = await buildPlatform(t, { mqtt: true, clock: () => new Date(now), auth: { throttle: SMALL } })
+  return { ...harness, mqttUrl: `mqtt://127.0.0.1:${harness.app.mqttListening?.port ?? 0}`, advance: (ms: number) => { now += ms } }
+}
+
+/** The CONNACK return code a CONNECT gets (0: accepted; mqtt.js reports a refusal as an error with the code). */
+async function connack (url: string, options: IClientOptions): Promise<number> {
+  const client = mqtt.connect(url, { reconnectPeriod: 0, connectTimeout: 5000, ...options })
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      client.once('connect', (packet) => { resolve(packet.returnCode ?? 0) })
+      client.once('error', (err) => {
+        const code = (err as { code?: unknown }).code
+        if (typeof code === 'number') resolve(code)
+        else reject(err)
+      })
+    })
+  } finally {
+    await client.endAsync(true)
+  }
+}
+
+async function forwardingOf (harness: Awaited<ReturnType<typeof platform>>) {
+  const researcher = await signUpAs(harness, 'researcher')
+  const [row] = await harness.database.sql<{ forwarding_username: string, forwarding_token: string }[]>`
+    select forwarding_username, forwarding_token from users where id = ${researcher.id}`
+  if (row === undefined) throw new Error('no forwarding credentials')
+  return { username: row.forwarding_username, token: row.forwarding_token, topic: `/forward/${row.forwarding_token}/device/+/readings` }
+}
+
+t.test('forwarding credentials: the limit-th wrong token locks; the right one gets CONNACK 5 until the lockout ends', async (t) => {
+  const harness = await platform(t)
+  const forwarding = await forwardingOf(harness)
+  for (let i = 0; i < SMALL.accountFailures; i++) {
+    const guess = await connectMqtt(t, harness.mqttUrl, { clientId: `guess${i}`, username: forwarding.username, password: `guess-${i}` })
+    t.equal(await subscribeGranted(guess, forwarding.topic), 128, `guess ${i + 1}: connected, but not as the user`)
+  }
+  t.equal(await connack(harness.mqttUrl, { clientId: 'owner', username: forwarding.username, password: forwarding.token }), 5, 'the right credentials are refused: not authorized')
+  harness.advance(SMALL.lockoutSeconds * 1000)
+  const owner = await connectMqtt(t, harness.mqttUrl, { clientId: 'owner', username: forwarding.username, password: forwarding.token })
+  t.equal(await subscribeGranted(owner, forwarding.topic), 0, 'after the lockout the owner gets in')
+})
+
+t.test('an access token as the password: bad ones count for the address, and HTTP and MQTT share the count', async (t) => {
+  const harness = await platform(t)
+  const user = await signUp(harness.app)
+  const device = await makeDevice(harness.database, user.id, { isPrivate: true })
+  // Half the address's budget over MQTT, half over HTTP (inject comes from 127.0.0.1 as well).
+  for (let i = 0; i < SMALL.addressFailures / 2; i++) {
+    t.equal(await connack(harness.mqttUrl, { clientId: `forged${i}`, username: user.username, password: `eyJhbGciOiJIUzI1NiJ9.e30.forged${i}` }), 0, 'a bad token is not a user, and not refused')
+    t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(`forged.token.${i}`) })).statusCode, 401)
+  }
+  t.equal(await connack(harness.mqttUrl, { clientId: 'app', username: user.username, password: user.token }), 5, 'a good token is refused while the address is locked')
+  t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(user.token) })).statusCode, 429, 'and over HTTP')
+  harness.advance(SMALL.lockoutSeconds * 1000)
+  const app = await connectMqtt(t, harness.mqttUrl, { clientId: 'app', username: user.username, password: user.token })
+  t.equal(await subscribeGranted(app, `devices/${device}/readings`), 0, 'after the lockout the token proves its user again (a private device)')
+})
+
+t.test('devices are not users: while the address is locked they still connect and publish', async (t) => {
+  const harness = await platform(t)
+  const owner = await signUp(harness.app)
+  const id = await makeDevice(harness.database, owner.id, { mac: null })
+  await harness.database.sql`update devices set device_token = 'f1e2d3', kit_id = 26 where id = ${id}`
+  for (let i = 0; i < SMALL.addressFailures; i++) t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(`forged.token.${i}`) })).statusCode, 401)
+  t.equal(await connack(harness.mqttUrl, { clientId: 'x', username: owner.username, password: owner.token }), 5, 'the address is locked')
+  // The firmware (client id only), the 2016 prototype (placeholder user/password), a token as username.
+  for (const options of [{ clientId: 'f1e2d3' }, { clientId: 'f1e2d3', username: 'user', password: 'password' }, { clientId: 'integration', username: 'f1e2d3', password: 'password' }]) {
+    const kit = await connectMqtt(t, harness.mqttUrl, options)
+    await kit.publishAsync('device/sck/f1e2d3/readings/raw', '{t:2026-11-25T11:00:00Z,55:21.5}', { qos: 1 })
+    await kit.endAsync()
+  }
+  await until(async () => Number((await harness.database.sql`select count(*)::int as n from readings where device_id = ${id}`)[0]?.n) >= 1, 5000, 'the reading')
+  t.pass('every device form connected and published')
+})
