@@ -38,6 +38,8 @@ export const errors = {
     new ApiError({ code: 'ESP_BAD_REQUEST', id: 'bad_request', statusCode: 400, message, errors }),
   malformedJson: (detail: string) =>
     new ApiError({ code: 'ESP_MALFORMED_JSON', id: 'bad_request', statusCode: 400, message: `Malformed JSON body: ${detail}` }),
+  malformedMultipart: () =>
+    new ApiError({ code: 'ESP_MALFORMED_MULTIPART', id: 'bad_request', statusCode: 400, message: 'Malformed multipart body: it needs a boundary of 1 to 70 characters and parts closed by that boundary' }),
   parameterMissing: (names: string[]) =>
     new ApiError({
       code: 'ESP_PARAMETER_MISSING',
