@@ -66,6 +66,11 @@ t.test('ids past the int4 range in bodies: 422 naming the field', async (t) => {
   const largest = await app.inject({ method: 'POST', url: '/v0/experiments', headers: bearer(owner.token), payload: { name: 'x', device_ids: [2147483647] } })
   t.equal(largest.statusCode, 422, 'the largest int4 is an id, of no device')
   t.match(largest.json(), { errors: { device_ids: ['unknown devices: 2147483647'] } })
+  for (const field of ['measurement_id', 'parent_id']) {
+    const sensor = await app.inject({ method: 'POST', url: '/v0/sensors', headers: bearer(admin.token), payload: { name: 's', description: 'd', unit: 'u', [field]: 2147483647 } })
+    t.equal(sensor.statusCode, 422, `sensor ${field}: the largest int4 names no record`)
+    t.match(sensor.json(), { errors: { [field]: [String] } })
+  }
   t.same(await counts(), before, 'nothing was written')
 })
 
@@ -116,4 +121,26 @@ t.test('status messages and reports: the same check before jsonb', async (t) => 
   t.equal(parse('{"a":"\\u0000"}'), null, 'NUL')
   t.equal(parse(deep(5000)), null, 'nested 5,000 levels')
   t.not(parse(deep(64)), null, 'nested 64 levels')
+})
+
+t.test('a body nested 5,000 levels deep in any field of any write route is a 4xx', async (t) => {
+  const harness = await buildApi(t)
+  const { app } = harness
+  const admin = await signUpAs(harness, 'admin')
+  const created = await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(admin.token), payload: { name: 'deep' } })
+  const device = (created.json() as { id: number }).id
+  const fields = ['name', 'username', 'email', 'password', 'description', 'meta', 'device_ids', 'user_tags', 'latitude', 'kit_id', 'measurement_id',
+    'redirect_uri', 'email_or_username', 'postprocessing_attributes', 'data', 'starts_at', 'city', 'grant_type', 'filename']
+  const routes: Array<['POST' | 'PATCH' | 'PUT', string]> = [
+    ['POST', '/v0/users'], ['PATCH', '/v0/me'], ['POST', '/v0/sessions'], ['POST', '/v0/password_resets'], ['POST', '/v0/applications'],
+    ['POST', '/v0/oauth/token'], ['POST', '/v0/devices'], ['PATCH', `/v0/devices/${device}`], ['POST', '/v0/experiments'], ['POST', '/v0/sensors'],
+    ['POST', '/v0/measurements'], ['POST', '/v0/tags'], ['POST', '/v0/tag_sensors'], ['PATCH', '/v0/me/avatar'], ['POST', `/v0/devices/${device}/readings/csv`]
+  ]
+  for (const levels of [5000, 100_000]) {
+    const payload = `{${fields.map((f) => `"${f}":${deepArray(levels)}`).join(',')}}`
+    for (const [method, url] of routes) {
+      const res = await app.inject({ method, url, headers: { ...bearer(admin.token), 'content-type': 'application/json' }, payload })
+      t.ok(res.statusCode >= 400 && res.statusCode < 500, `${method} ${url}, ${levels} levels: ${res.statusCode} ${res.body.slice(0, 100)}`)
+    }
+  }
 })
