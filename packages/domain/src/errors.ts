@@ -72,6 +72,8 @@ export const errors = {
     new ApiError({ code: 'ESP_HEADERS_TOO_LARGE', id: 'request_header_fields_too_large', statusCode: 431, message: 'The request line and headers are larger than the server accepts' }),
   requestTimeout: () =>
     new ApiError({ code: 'ESP_REQUEST_TIMEOUT', id: 'request_timeout', statusCode: 408, message: 'The request was not received in time' }),
+  expectationFailed: (expect: string) =>
+    new ApiError({ code: 'ESP_EXPECTATION_FAILED', id: 'expectation_failed', statusCode: 417, message: `Expect: ${expect} is not supported (only 100-continue is)` }),
   malformedRequest: (what: string) =>
     new ApiError({ code: 'ESP_MALFORMED_REQUEST', id: 'bad_request', statusCode: 400, message: `Malformed request: ${what}` }),
   unsupportedMediaType: (type: string) =>
@@ -110,6 +112,7 @@ export function idForStatus (status: number): string {
     413: 'payload_too_large',
     414: 'uri_too_long',
     415: 'unsupported_media_type',
+    417: 'expectation_failed',
     420: 'enhance_your_calm',
     422: 'unprocessable_entity',
     429: 'too_many_requests',

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http'
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -74,6 +74,19 @@ export const errorHandlerPlugin = fp(async (app: FastifyInstance) => {
     if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.debug({ err: { code: apiError.code, message: apiError.message } }, 'request rejected')
     return sendError(reply, apiError)
+  })
+  // Node answers these itself with an empty body: an Expect it cannot meet (417), and an HTTP/1.1
+  // request without Host (400, unless requireHostHeader is off, as buildServer sets it, so that
+  // the refusal below has the one shape).
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify(bodyOf(errors.expectationFailed(String(request.headers.expect ?? '').slice(0, 100))))
+    response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+    response.end(body)
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.headers.host === undefined && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
+      return sendError(reply, errors.malformedRequest('an HTTP/1.1 request needs a Host header'))
+    }
   })
   app.setNotFoundHandler((request, reply) => sendError(reply, errors.routeNotFound(request.method, request.originalUrl.split('?')[0]?.slice(0, 200) ?? '')))
 }, { name: 'esp-error-handler' })

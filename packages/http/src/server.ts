@@ -80,6 +80,8 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
     // What Fastify and Node answer before the error handler can run, in the one error shape too.
     frameworkErrors,
     clientErrorHandler,
+    // the error handler refuses a missing Host itself, in the one error shape
+    http: { requireHostHeader: false },
     rewriteUrl: (request) => rewrite(request.url ?? '/', request.headers.accept),
     ajv: {
       customOptions: { removeAdditional: 'all', coerceTypes: 'array', useDefaults: true, allErrors: true }

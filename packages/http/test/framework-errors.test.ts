@@ -77,4 +77,20 @@ t.test('malformed HTTP and oversized headers on the socket use the one error sha
   const badHeader = await raw(app, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n')
   t.equal(badHeader.status, 400, 'a malformed header line')
   t.ok(shape(badHeader.body, 'bad_request'), badHeader.body)
+
+  const smuggled = await raw(app, 'GET /v0/things/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n')
+  t.equal(smuggled.status, 400, 'Content-Length with Transfer-Encoding')
+  t.ok(shape(smuggled.body, 'bad_request'), smuggled.body)
+
+  const noHost = await raw(app, 'GET /v0/things/1 HTTP/1.1\r\n\r\n')
+  t.equal(noHost.status, 400, 'HTTP/1.1 without Host')
+  t.ok(shape(noHost.body, 'bad_request'), noHost.body)
+  t.match(noHost.headers, /x-request-id: /i)
+
+  const oldHttp = await raw(app, 'GET /v0/things/1 HTTP/1.0\r\n\r\n')
+  t.equal(oldHttp.status, 200, 'HTTP/1.0 needs no Host')
+
+  const expect = await raw(app, 'GET /v0/things/1 HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n')
+  t.equal(expect.status, 417, 'an Expect other than 100-continue')
+  t.ok(shape(expect.body, 'expectation_failed'), expect.body)
 })
