@@ -38,6 +38,8 @@ export const errors = {
     new ApiError({ code: 'ESP_BAD_REQUEST', id: 'bad_request', statusCode: 400, message, errors }),
   malformedJson: (detail: string) =>
     new ApiError({ code: 'ESP_MALFORMED_JSON', id: 'bad_request', statusCode: 400, message: `Malformed JSON body: ${detail}` }),
+  malformedMultipart: () =>
+    new ApiError({ code: 'ESP_MALFORMED_MULTIPART', id: 'bad_request', statusCode: 400, message: 'Malformed multipart body: it needs a boundary of 1 to 70 characters and parts closed by that boundary' }),
   parameterMissing: (names: string[]) =>
     new ApiError({
       code: 'ESP_PARAMETER_MISSING',
@@ -64,6 +66,16 @@ export const errors = {
     new ApiError({ code: 'ESP_ROUTE_NOT_FOUND', id: 'not_found', statusCode: 404, message: `Endpoint not found: ${method} ${url}` }),
   methodNotAllowed: () =>
     new ApiError({ code: 'ESP_METHOD_NOT_ALLOWED', id: 'method_not_allowed', statusCode: 405, message: 'Method not allowed' }),
+  uriTooLong: (maxSegment: number) =>
+    new ApiError({ code: 'ESP_URI_TOO_LONG', id: 'uri_too_long', statusCode: 414, message: `A path segment is longer than ${maxSegment} characters` }),
+  headersTooLarge: () =>
+    new ApiError({ code: 'ESP_HEADERS_TOO_LARGE', id: 'request_header_fields_too_large', statusCode: 431, message: 'The request line and headers are larger than the server accepts' }),
+  requestTimeout: () =>
+    new ApiError({ code: 'ESP_REQUEST_TIMEOUT', id: 'request_timeout', statusCode: 408, message: 'The request was not received in time' }),
+  expectationFailed: (expect: string) =>
+    new ApiError({ code: 'ESP_EXPECTATION_FAILED', id: 'expectation_failed', statusCode: 417, message: `Expect: ${expect} is not supported (only 100-continue is)` }),
+  malformedRequest: (what: string) =>
+    new ApiError({ code: 'ESP_MALFORMED_REQUEST', id: 'bad_request', statusCode: 400, message: `Malformed request: ${what}` }),
   unsupportedMediaType: (type: string) =>
     new ApiError({ code: 'ESP_UNSUPPORTED_MEDIA_TYPE', id: 'unsupported_media_type', statusCode: 415, message: `Unsupported content type: ${type}. Send application/json, form fields or multipart.` }),
   payloadTooLarge: (limit: number) =>
@@ -100,6 +112,7 @@ export function idForStatus (status: number): string {
     413: 'payload_too_large',
     414: 'uri_too_long',
     415: 'unsupported_media_type',
+    417: 'expectation_failed',
     420: 'enhance_your_calm',
     422: 'unprocessable_entity',
     429: 'too_many_requests',

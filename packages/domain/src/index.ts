@@ -14,7 +14,7 @@ export { User, UserBody, Location, OkMessage, type UserView } from './users/user
 export { presentUser, userLocation, pictureUrl, canSeePrivateFields, FILTERED, type UserRow } from './users/user-presenter.js'
 export * as userService from './users/user-service.js'
 export { ensureAdmin, type AdminAccount } from './users/admin-bootstrap.js'
-export { requestPasswordReset, userForResetToken, completePasswordReset, RESET_MESSAGE } from './users/password-resets.js'
+export { requestPasswordReset, deliverPasswordReset, userForResetToken, completePasswordReset, RESET_MESSAGE } from './users/password-resets.js'
 export { systemTags, legacyStatus } from './devices/device-state.js'
 export * as deviceService from './devices/device-service.js'
 export { presentDevice, presentDevices, loadRelations, canManage, type DeviceView } from './devices/device-view.js'

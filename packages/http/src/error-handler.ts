@@ -1,3 +1,5 @@
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiError, errors, type FieldErrors, idForStatus } from '@esp/domain'
@@ -57,8 +59,10 @@ function toApiError (error: FastifyError): ApiError {
   return errors.internal()
 }
 
+const bodyOf = (error: ApiError): ErrorBodyType => ({ id: error.id, message: error.message, errors: error.errors, url: error.url })
+
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
-  const body: ErrorBodyType = { id: error.id, message: error.message, errors: error.errors, url: error.url }
+  const body = bodyOf(error)
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value)
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(body)
 }
@@ -71,5 +75,54 @@ export const errorHandlerPlugin = fp(async (app: FastifyInstance) => {
     else request.log.debug({ err: { code: apiError.code, message: apiError.message } }, 'request rejected')
     return sendError(reply, apiError)
   })
+  // Node answers these itself with an empty body: an Expect it cannot meet (417), and an HTTP/1.1
+  // request without Host (400, unless requireHostHeader is off, as buildServer sets it, so that
+  // the refusal below has the one shape).
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify(bodyOf(errors.expectationFailed(String(request.headers.expect ?? '').slice(0, 100))))
+    response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+    response.end(body)
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.headers.host === undefined && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
+      return sendError(reply, errors.malformedRequest('an HTTP/1.1 request needs a Host header'))
+    }
+  })
   app.setNotFoundHandler((request, reply) => sendError(reply, errors.routeNotFound(request.method, request.originalUrl.split('?')[0]?.slice(0, 200) ?? '')))
 }, { name: 'esp-error-handler' })
+
+/** The router's segment limit (Fastify's maxParamLength), here so its 414 can name it. */
+export const MAX_PARAM_LENGTH = 500
+
+/**
+ * Fastify's `frameworkErrors`: what its router refuses before any hook runs (a path segment over
+ * maxParamLength, a malformed percent-encoding in the path). Without it Fastify writes a body of
+ * its own (`{statusCode, code, error, message}`), not the one error shape.
+ */
+export function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? errors.uriTooLong(MAX_PARAM_LENGTH)
+    : error.code === 'FST_ERR_BAD_URL' ? errors.malformedRequest('the path holds a malformed percent-encoding') : toApiError(error)
+  if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+  reply.header('x-request-id', request.id)
+  void sendError(reply, apiError)
+}
+
+/**
+ * Fastify's `clientErrorHandler`: Node's HTTP parser failed (headers over the limit, a request line
+ * too long, bytes that are not HTTP, a timeout), so there is no request, only the socket. The one
+ * error shape is written on it as Fastify's default writes its own, then the socket is closed.
+ */
+export function clientErrorHandler (err: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody left to answer (Node's and Fastify's default do the same).
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const apiError = err.code === 'HPE_HEADER_OVERFLOW'
+    ? errors.headersTooLarge()
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : errors.malformedRequest('it is not valid HTTP/1.1')
+  const body = JSON.stringify(bodyOf(apiError))
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  }
+  socket.destroy(err)
+}

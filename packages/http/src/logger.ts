@@ -43,15 +43,35 @@ export const redactPaths = [
   'password'
 ]
 
-const SECRET_QUERY = /([?&](?:access_token|bearer_token|password|token|device_token|client_secret|signature|key)=)[^&#]*/gi
-// A password-reset code is the last path segment of its link (/v0/password_resets/<code>).
-const SECRET_PATH = /(\/password_resets\/)[^/?#\s]+/gi
+/** Query parameters whose value is a credential, by their decoded name in lower case. */
+const SECRET_PARAMS = new Set(['access_token', 'bearer_token', 'refresh_token', 'password', 'new_password', 'token', 'device_token', 'client_secret', 'signature', 'key'])
+// Every `name=value` of a query string (or of a URL inside a message). Names are matched after
+// decoding, as the query parser reads them: `access%5Ftoken=` is access_token to the platform, so
+// a pattern over the raw text would log the very token the request authenticated with.
+const QUERY_PARAM = /([?&])([^=&#\s]*)=([^&#]*)/g
+// A password-reset code is the last path segment of its link (/v0/password_resets/<code>), however
+// the segment before it is percent-encoded.
+const SECRET_PATH = /(\/password(?:_|%5f)resets\/)[^/?#\s]+/gi
 // scheme://user:password@host — DATABASE_URL, SMTP_URL and REDIS_URL in connection errors.
 const URL_CREDENTIALS = /(\b[a-z][a-z0-9+.-]*:\/\/[^:/?#@\s]*:)[^@/?#\s]+@/gi
 
+/** A parameter name as the query parser reads it; malformed escapes are decoded byte by byte. */
+function decodeName (raw: string): string {
+  if (!raw.includes('%') && !raw.includes('+')) return raw.toLowerCase()
+  const spaced = raw.replace(/\+/g, ' ')
+  try {
+    return decodeURIComponent(spaced).toLowerCase()
+  } catch {
+    return spaced.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).toLowerCase()
+  }
+}
+
 /** The URL, or any text holding URLs, with tokens in query strings and URL passwords masked. */
 export function maskUrl (url: string): string {
-  return url.replace(SECRET_QUERY, '$1[REDACTED]').replace(SECRET_PATH, '$1[REDACTED]').replace(URL_CREDENTIALS, '$1[REDACTED]@')
+  return url
+    .replace(QUERY_PARAM, (whole, lead: string, name: string) => SECRET_PARAMS.has(decodeName(name).trim()) ? `${lead}${name}=[REDACTED]` : whole)
+    .replace(SECRET_PATH, '$1[REDACTED]')
+    .replace(URL_CREDENTIALS, '$1[REDACTED]@')
 }
 
 interface SerializedError { [key: string]: unknown, type: string, message: string, stack: string }

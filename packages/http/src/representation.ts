@@ -7,7 +7,7 @@ import { sendError } from './error-handler.js'
 const CALLBACK = /^[a-zA-Z_$](?:\.?[\w$])*$/
 const CALLBACK_MAX = 128
 
-interface Envelope { pretty: boolean, callback: string | undefined }
+interface Envelope { pretty: boolean, callback: string | undefined, credentials: boolean }
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,10 +18,16 @@ declare module 'fastify' {
 /** Read from the raw query: route schemas strip keys they do not declare from request.query. */
 function readEnvelope (request: FastifyRequest): Envelope {
   const at = request.url.indexOf('?')
-  if (at === -1) return { pretty: false, callback: undefined }
+  const headerCredentials = request.headers.authorization !== undefined
+  if (at === -1) return { pretty: false, callback: undefined, credentials: headerCredentials }
   const params = new URLSearchParams(request.url.slice(at + 1))
   const callback = request.method === 'GET' ? params.get('callback') ?? undefined : undefined
-  return { pretty: params.get('pretty') === 'true', callback: callback === '' ? undefined : callback }
+  return {
+    pretty: params.get('pretty') === 'true',
+    callback: callback === '' ? undefined : callback,
+    // The places the auth plugin reads credentials from, decoded as it decodes them.
+    credentials: headerCredentials || params.has('access_token') || params.has('bearer_token')
+  }
 }
 
 function isJson (reply: FastifyReply): boolean {
@@ -33,6 +39,11 @@ function isJson (reply: FastifyReply): boolean {
  * Envelope rules for every route: `pretty=true` indents; the older form's `callback` wraps GET
  * responses in JSON-P. The callback is checked before the handler runs, the body is prefixed with
  * a comment (defeats content-sniffing attacks such as Rosetta Flash) and U+2028/9 are escaped.
+ *
+ * JSON-P is answered to anonymous requests only. A script tag is not bound by the same-origin
+ * policy, and a browser sends the Basic credentials it holds with it, so any page could read a
+ * JSON-P answer made for those credentials (`/me` and its e-mail, private devices). A callback
+ * with credentials is a 400 before authentication runs, so nothing private is ever wrapped.
  */
 export const representationPlugin = fp(async (app: FastifyInstance) => {
   app.decorateRequest('envelope', null)
@@ -44,6 +55,10 @@ export const representationPlugin = fp(async (app: FastifyInstance) => {
     if (callback.length > CALLBACK_MAX || !CALLBACK.test(callback)) {
       envelope.callback = undefined
       return sendError(reply, errors.badRequest('The callback parameter must be a JavaScript identifier path', { callback: ['is invalid'] }))
+    }
+    if (envelope.credentials) {
+      envelope.callback = undefined
+      return sendError(reply, errors.badRequest('JSON-P answers carry public data only: send a request with a callback without credentials', { callback: ['cannot be combined with credentials'] }))
     }
   })
 

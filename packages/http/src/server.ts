@@ -12,7 +12,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { errors } from '@esp/domain'
 import { ErrorBody } from './error-body.js'
-import { errorHandlerPlugin } from './error-handler.js'
+import { clientErrorHandler, errorHandlerPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './error-handler.js'
 import { authPlugin, type AuthOptions } from './auth-plugin.js'
 import { rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
 import { corsPlugin } from './cors.js'
@@ -76,7 +76,12 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
       const given = request.headers['x-request-id']
       return typeof given === 'string' && /^[\w-]{1,64}$/.test(given) ? given : randomUUID()
     },
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // What Fastify and Node answer before the error handler can run, in the one error shape too.
+    frameworkErrors,
+    clientErrorHandler,
+    // the error handler refuses a missing Host itself, in the one error shape
+    http: { requireHostHeader: false },
     rewriteUrl: (request) => rewrite(request.url ?? '/', request.headers.accept),
     ajv: {
       customOptions: { removeAdditional: 'all', coerceTypes: 'array', useDefaults: true, allErrors: true }

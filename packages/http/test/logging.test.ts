@@ -40,6 +40,11 @@ t.test('JSON log lines carry request ids and none of the secrets a request bring
     { method: 'GET' as const, url: `/v0/me?access_token=${user.token}` },
     { method: 'GET' as const, url: `/v0/me?bearer_token=${user.token}&pretty=true` },
     { method: 'GET' as const, url: '/v0/me', headers: { authorization: `Basic ${basic}` } },
+    // Parameter names percent-encoded: the query parser decodes them, so must the log's mask.
+    { method: 'GET' as const, url: `/v0/me?access%5Ftoken=${user.token}` },
+    { method: 'GET' as const, url: `/v0/me?pretty=true&Bearer%5fToken=${user.token}` },
+    { method: 'POST' as const, url: `/v0/sessions?username=${user.username}&pass%77ord=${encodeURIComponent(PASSWORD)}` },
+    { method: 'GET' as const, url: `/v0/password%5Fresets/${RESET_CODE}` },
     { method: 'GET' as const, url: `/v0/password_resets/${RESET_CODE}` },
     { method: 'PUT' as const, url: `/v0/password_resets/${RESET_CODE}?password=${NEW_PASSWORD}`, payload: { password: NEW_PASSWORD } },
     { method: 'GET' as const, url: `/v0/devices/${device}`, headers: bearer(user.token) },

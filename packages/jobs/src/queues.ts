@@ -21,11 +21,26 @@ export type CsvArchivePayload = Static<typeof CsvArchivePayload>
 export const CsvImportPayload = Type.Object({ importId: Type.Integer({ minimum: 1 }) }, { additionalProperties: false })
 export type CsvImportPayload = Static<typeof CsvImportPayload>
 
+/**
+ * Step 1 of a password reset, done away from the request: the request only enqueues this, the
+ * same for every identifier, so its time reveals nothing about whether the account exists.
+ */
+export const PasswordResetPayload = Type.Object({
+  /** an e-mail address or a username, as the caller typed it */
+  identifier: Type.String({ minLength: 1, maxLength: 254 }),
+  baseUrl: Type.String({ pattern: '^https?://' }),
+  ttlSeconds: Type.Integer({ minimum: 1 }),
+  /** epoch ms of the request: the code expires ttlSeconds after it, however long the job waited */
+  requestedAt: Type.Integer({ minimum: 0 })
+}, { additionalProperties: false })
+export type PasswordResetPayload = Static<typeof PasswordResetPayload>
+
 /** Scheduled jobs carry nothing: each run works from the database and the clock. */
 export const ScheduledPayload = Type.Object({}, { additionalProperties: true })
 
 export const queues = {
   mail: { name: 'mail', payload: MailPayload },
+  passwordReset: { name: 'password-reset', payload: PasswordResetPayload },
   csvArchive: { name: 'csv-archive', payload: CsvArchivePayload },
   csvImport: { name: 'csv-import', payload: CsvImportPayload },
   purgeArchivedDevices: { name: 'purge-archived-devices', payload: ScheduledPayload },

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { requestPasswordReset, type JobSender } from '@esp/domain'
 import { exporterService } from '@esp/exporter'
 import { bearer, buildApi, outbox, signUp } from '../../../test/helpers/api.js'
 
@@ -75,4 +76,38 @@ t.test('reset codes expire and are stored hashed', async (t) => {
   await database.sql`update password_resets set expires_at = now() - interval '1 minute' where user_id = ${user.id}`
   t.equal((await app.inject({ url: `/v0/password_resets/${token}` })).statusCode, 404)
   t.equal((await app.inject({ method: 'PATCH', url: `/v0/password_resets/${token}`, payload: { password: 'long enough password' } })).statusCode, 404)
+})
+
+t.test('a reset request does the same work whatever the account: one job, no lookup', async (t) => {
+  const sent: Array<{ key: string, payload: Record<string, unknown> }> = []
+  const send: JobSender = async (_tx, key, payload) => { sent.push({ key, payload: { ...payload } }) }
+  // The request path must not query anything itself: the account is looked up in the job.
+  const noQueries = { unsafe: () => { throw new Error('the request queried the database') } }
+  const now = new Date('2026-11-25T12:00:00Z')
+  for (const identifier of ['existing-user', 'nobody@example.org']) {
+    await requestPasswordReset(noQueries as never, send, { identifier: ` ${identifier} `, baseUrl: 'http://localhost', ttlSeconds: 3600, now })
+  }
+  t.same(sent, [
+    { key: 'passwordReset', payload: { identifier: 'existing-user', baseUrl: 'http://localhost', ttlSeconds: 3600, requestedAt: now.getTime() } },
+    { key: 'passwordReset', payload: { identifier: 'nobody@example.org', baseUrl: 'http://localhost', ttlSeconds: 3600, requestedAt: now.getTime() } }
+  ], 'the same job, differing only in the identifier')
+})
+
+t.test('through the route: both answers identical, one password-reset job each, nothing else written', async (t) => {
+  // No exporter: what the request itself leaves behind is what remains.
+  const { app, database } = await buildApi(t)
+  const user = await signUp(app)
+  const state = async () => (await database.sql`
+    select (select count(*) from password_resets)::int as resets, (select max(updated_at) from users) as users_touched,
+           (select count(*) from pgboss.job where name = 'mail')::int as mails`)[0]
+  const before = await state()
+  const known = await app.inject({ method: 'POST', url: '/v0/password_resets', payload: { email_or_username: user.email } })
+  const unknown = await app.inject({ method: 'POST', url: '/v0/password_resets', payload: { email_or_username: 'nobody@example.org' } })
+  t.equal(known.statusCode, 200)
+  t.equal(unknown.statusCode, known.statusCode)
+  t.equal(unknown.body, known.body, 'the same bytes')
+  const jobs = await database.sql<Array<{ data: Record<string, unknown> }>>`select data from pgboss.job where name = 'password-reset' order by created_on`
+  t.same(jobs.map((j) => Object.keys(j.data).sort()), [['baseUrl', 'identifier', 'requestedAt', 'ttlSeconds'], ['baseUrl', 'identifier', 'requestedAt', 'ttlSeconds']])
+  t.same(jobs.map((j) => j.data.identifier), [user.email, 'nobody@example.org'])
+  t.same(await state(), before, 'no reset row and no mail job from the request itself')
 })

@@ -2,8 +2,8 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { archiveDir, type Clock, type JobSender, ReadingsWriter, systemClock } from '@esp/domain'
-import { createBoss, createMailer, type CsvArchivePayload, type CsvImportPayload, ensureQueues, type MailPayload, type PgBoss, queues, sendJob } from '@esp/jobs'
+import { archiveDir, type Clock, deliverPasswordReset, type JobSender, ReadingsWriter, systemClock } from '@esp/domain'
+import { createBoss, createMailer, type CsvArchivePayload, type CsvImportPayload, ensureQueues, type MailPayload, type PasswordResetPayload, type PgBoss, queues, sendJob } from '@esp/jobs'
 import { handleCsvArchive } from './jobs/csv-archive.js'
 import { handleCsvImport } from './jobs/csv-import.js'
 import { handleMail } from './jobs/mail.js'
@@ -70,6 +70,9 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
   }
   const polling = deps.pollingIntervalSeconds ?? 2
   await boss.work<MailPayload>(queues.mail.name, { batchSize: 5, pollingIntervalSeconds: polling }, async (jobs) => { await handleMail({ mailer }, jobs) })
+  await boss.work<PasswordResetPayload>(queues.passwordReset.name, { batchSize: 5, pollingIntervalSeconds: polling }, async (jobs) => {
+    for (const job of jobs) await deliverPasswordReset(deps.database, send, job.data)
+  })
   await boss.work<CsvArchivePayload>(queues.csvArchive.name, { pollingIntervalSeconds: polling }, async ([job]) => {
     if (job === undefined) return
     if (deps.archiveLinkSecret === undefined) throw new Error('CSV archives need archiveLinkSecret to sign their links')

@@ -1,4 +1,5 @@
 import type { Sql } from '@esp/db'
+import { freeJsonProblem } from '../validation/free-json.js'
 
 /**
  * What devices say besides readings (behaviour.md §9.2, clients.md §1.3): `info` status messages,
@@ -12,14 +13,15 @@ export type MessageResult = 'stored' | 'unknown_device' | 'rejected'
 export const MAX_STATUS_BYTES = 16 * 1024
 export const MAX_INVENTORY_BYTES = 64 * 1024
 
-/** A JSON object that jsonb can hold (it refuses the NUL character), or null. */
+/** A JSON object that jsonb can hold (no NUL, no lone surrogate, not nested too deeply), or null. */
 export function parseJsonObject (payload: Buffer, maxBytes: number): Record<string, unknown> | null {
   if (payload.length > maxBytes) return null
   const text = payload.toString('utf8')
-  if (text.includes('\u0000') || text.includes('\\u0000')) return null
+  if (text.includes('\u0000')) return null
   try {
     const value: unknown = JSON.parse(text)
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null
+    return freeJsonProblem(value) === null ? value as Record<string, unknown> : null
   } catch {
     return null
   }

@@ -1,5 +1,6 @@
 import type { FieldErrors } from '../errors.js'
-import { asBody, type Body, BodyReader } from '../validation/body-reader.js'
+import { asBody, type Body, BodyReader, ID_MAX } from '../validation/body-reader.js'
+import { freeJsonProblem } from '../validation/free-json.js'
 import { isAdmin, isPrivileged, type Viewer } from '../auth/viewer.js'
 
 /** A device write after parsing: undefined = not sent, null = cleared. */
@@ -136,7 +137,7 @@ export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: D
   }
 
   if (r.has('kit_id')) {
-    const kit = r.number('kit_id', 1, 2 ** 31 - 1)
+    const kit = r.number('kit_id', 1, ID_MAX)
     if (kit !== undefined && kit !== null) {
       if (Number.isInteger(kit)) input.kitId = kit
       else r.add('kit_id', 'must be an integer')
@@ -150,7 +151,9 @@ export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: D
 
   if (r.has('meta')) {
     const meta = body.meta
-    if (JSON.stringify(meta ?? null).length > 10_000) r.add('meta', 'is too large')
+    const problem = freeJsonProblem(meta)
+    if (problem !== null) r.add('meta', problem)
+    else if (JSON.stringify(meta ?? null).length > 10_000) r.add('meta', 'is too large')
     else input.meta = meta
   }
 
@@ -167,7 +170,9 @@ export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: D
       const params = p.text('forwarding_params', { max: 2048 })
       if (params !== undefined) result.forwardingParams = params
       const meta = (post as Body).meta
-      if (meta !== undefined) result.meta = meta === null ? null : typeof meta === 'string' ? meta : JSON.stringify(meta)
+      const problem = meta === undefined ? null : freeJsonProblem(meta)
+      if (problem !== null) p.add('meta', problem)
+      else if (meta !== undefined) result.meta = meta === null ? null : typeof meta === 'string' ? meta : JSON.stringify(meta)
       const latest = (post as Body).latest_postprocessing
       if (latest !== undefined) {
         const at = latest === null ? null : new Date(String(latest))

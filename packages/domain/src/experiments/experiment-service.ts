@@ -87,23 +87,18 @@ async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: Expe
   const startsAt = input.startsAt !== undefined ? input.startsAt : existing?.startsAt ?? null
   const endsAt = input.endsAt !== undefined ? input.endsAt : existing?.endsAt ?? null
   if (startsAt !== null && endsAt !== null && endsAt < startsAt) r.add('ends_at', 'is before starts_at')
-  const rawIds = body.device_ids ?? body['device_ids[]']
-  if (rawIds !== undefined) {
-    const list = Array.isArray(rawIds) ? rawIds : rawIds === null || rawIds === '' ? [] : [rawIds]
-    const ids = list.map((v) => typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,9}$/.test(v.trim()) ? Number(v) : Number.NaN)
-    if (ids.some((id) => !Number.isInteger(id) || id < 1)) r.add('device_ids', 'must be device ids')
-    else {
-      const unique = [...new Set(ids)]
-      const found = unique.length === 0
-        ? []
-        : await db.select({ id: devices.id, ownerId: devices.ownerId, isPrivate: devices.isPrivate }).from(devices)
-          .where(and(inArray(devices.id, unique), isNull(devices.archivedAt)))
-      // A private device of someone else is reported as unknown: its existence is not the caller's to learn.
-      const usable = found.filter((d) => canSee(viewer, d))
-      const missing = unique.filter((id) => !usable.some((d) => d.id === id))
-      if (missing.length > 0) r.add('device_ids', `unknown devices: ${missing.join(', ')}`)
-      input.deviceIds = unique
-    }
+  const ids = r.ids(['device_ids', 'device_ids[]'], 'must be device ids')
+  if (ids !== undefined) {
+    const unique = [...new Set(ids)]
+    const found = unique.length === 0
+      ? []
+      : await db.select({ id: devices.id, ownerId: devices.ownerId, isPrivate: devices.isPrivate }).from(devices)
+        .where(and(inArray(devices.id, unique), isNull(devices.archivedAt)))
+    // A private device of someone else is reported as unknown: its existence is not the caller's to learn.
+    const usable = found.filter((d) => canSee(viewer, d))
+    const missing = unique.filter((id) => !usable.some((d) => d.id === id))
+    if (missing.length > 0) r.add('device_ids', `unknown devices: ${missing.join(', ')}`)
+    input.deviceIds = unique
   }
   r.check()
   return input

@@ -1,7 +1,16 @@
 import { and, asc, desc, eq, gt, gte, ilike, inArray, isNotNull, isNull, lt, lte, ne, notInArray, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
 import { errors } from '../errors.js'
+import { parseQueryInstant } from '../readings/time-params.js'
 
+/** `integer` is PostgreSQL's int4: every id and count column of the schema is one (no bigint). */
 export type FieldType = 'integer' | 'text' | 'timestamp' | 'uuid' | 'boolean'
+
+/**
+ * What a filter value is bound as. Never a Date: postgres.js is handed the value as it is (the
+ * column is wrapped in sql``, so Drizzle does not encode it), and it cannot send a Date there.
+ * Timestamps go as ISO text, which PostgreSQL reads as the column's timestamptz.
+ */
+type BoundValue = string | number | boolean
 
 export interface FilterField {
   column: SQLWrapper
@@ -29,6 +38,11 @@ export const DEFAULT_PER_PAGE = 25
 export const MAX_PER_PAGE = 1000
 
 const SORT_KEYS = new Set(['sort', 's', 'sorts'])
+const INT4_MIN = -2_147_483_648
+const INT4_MAX = 2_147_483_647
+// timestamptz reads years 1-9999 in ISO form; year 0 (what 0001-01-01T00:00+01:00 is in UTC) is out of range.
+const TIMESTAMP_MIN_MS = -62_135_596_800_000 // 0001-01-01T00:00:00Z
+const TIMESTAMP_MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function bad (key: string, message: string): never {
@@ -39,16 +53,19 @@ function allowedKeys (spec: FilterSpec, admin: boolean): string[] {
   return Object.entries(spec).filter(([, f]) => admin || f.adminOnly !== true).map(([k]) => k).sort()
 }
 
-function convert (param: string, field: FilterField, raw: string): string | number | Date | boolean {
+function convert (param: string, field: FilterField, raw: string): BoundValue {
   switch (field.type) {
     case 'integer': {
       if (!/^-?\d{1,15}$/.test(raw)) bad(param, `${JSON.stringify(raw)} is not an integer`)
-      return Number(raw)
+      const n = Number(raw)
+      if (n < INT4_MIN || n > INT4_MAX) bad(param, `${raw} is out of range (${INT4_MIN} to ${INT4_MAX})`)
+      return n
     }
     case 'timestamp': {
-      const at = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) ? new Date(raw.length === 10 ? `${raw}T00:00:00Z` : raw) : new Date(NaN)
-      if (Number.isNaN(at.getTime())) bad(param, `${JSON.stringify(raw)} is not a date or time`)
-      return at
+      const ms = parseQueryInstant(raw)
+      if (ms === null) bad(param, `${JSON.stringify(raw)} is not a date or time`)
+      if (ms < TIMESTAMP_MIN_MS || ms > TIMESTAMP_MAX_MS) bad(param, `${JSON.stringify(raw)} is out of range (years 0001 to 9999)`)
+      return new Date(ms).toISOString()
     }
     case 'uuid':
       if (!UUID.test(raw)) bad(param, `${JSON.stringify(raw)} is not a uuid`)
@@ -65,7 +82,7 @@ const likeEscape = (value: string): string => value.replace(/[\\%_]/g, (c) => `\
 
 function condition (param: string, field: FilterField, matcher: Matcher, values: string[]): SQL | undefined {
   const column = sql`${field.column}`
-  const one = (): string | number | Date | boolean => convert(param, field, values[0] ?? '')
+  const one = (): BoundValue => convert(param, field, values[0] ?? '')
   const text = (): string => {
     if (field.type !== 'text') bad(param, `${matcher} works on text only`)
     return likeEscape(values[0] ?? '')

@@ -1,5 +1,6 @@
 import type { FieldErrors } from '../errors.js'
 import { parseRecordedAt } from './time-params.js'
+import { toId } from '../validation/body-reader.js'
 
 /**
  * One posted value before its sensor is resolved: `ref` is a sensor id or a kit/sensor key.
@@ -56,7 +57,7 @@ export function asNumber (value: unknown): number | null {
 }
 
 function asRef (id: unknown): number | string | null {
-  if (typeof id === 'number') return Number.isInteger(id) && id > 0 && id <= 2_147_483_647 ? id : null
+  if (typeof id === 'number') return toId(id)
   if (typeof id !== 'string') return null
   const trimmed = id.trim()
   if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed)

@@ -119,6 +119,14 @@ export function parseTimeParam (name: 'from' | 'to', value: string | undefined):
 }
 
 /**
+ * A date or date and time as the query parameters take it (zone-less is UTC; `2026-11-25` is its
+ * midnight): epoch ms, or null when it is not a real date and time (a 31 February, hour 24).
+ */
+export function parseQueryInstant (text: string): number | null {
+  return parseDateTime(text, QUERY_SYNTAX)
+}
+
+/**
  * `recorded_at` of a posted reading: a date and a time to the second, optionally with a fraction
  * and a zone (UTC when absent). Null for anything else; the caller decides how to report it. No
  * range is imposed here: old backlogs are routine and the future bound belongs to the storer.

@@ -1,5 +1,6 @@
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm'
 import { type Database, type Executor, inTransaction, passwordResets, users } from '@esp/db'
+import type { JobExecutor, PasswordResetPayload } from '@esp/jobs'
 import type { JobSender } from '../jobs.js'
 import { errors } from '../errors.js'
 import { hashPassword, randomSecret, sha256 } from '../auth/secrets.js'
@@ -10,21 +11,32 @@ import type { UserRow } from './user-presenter.js'
 export const RESET_MESSAGE = 'Password Reset Instructions Delivered'
 
 /**
- * Step 1: when the account exists, a single-use token is stored hashed and the e-mail is queued in
- * the same transaction. The caller answers the same way either way, so nothing reveals an account.
+ * Step 1, in the request: one job, the same for every identifier, and nothing else. Looking the
+ * account up here made the answer for an existing account twice as slow (a lookup, an insert and
+ * a mail job against a lookup), which told anyone with a stopwatch which accounts exist.
  */
-export async function requestPasswordReset (database: Database, send: JobSender, input: { identifier: string, baseUrl: string, ttlSeconds: number, now: Date }): Promise<void> {
+export async function requestPasswordReset (sql: JobExecutor, send: JobSender, input: { identifier: string, baseUrl: string, ttlSeconds: number, now: Date }): Promise<void> {
   const identifier = input.identifier.trim()
+  // Decided by the text alone, never by the account: such an identifier names no account anyway.
   if (identifier === '' || identifier.length > 254) return
-  await inTransaction(database, async (tx) => {
+  await send(sql, 'passwordReset', { identifier, baseUrl: input.baseUrl, ttlSeconds: input.ttlSeconds, requestedAt: input.now.getTime() })
+}
+
+/**
+ * Step 1, in the job: when the account exists, a single-use token is stored hashed and the e-mail
+ * is queued in the same transaction; otherwise nothing happens. True when a mail was queued.
+ */
+export async function deliverPasswordReset (database: Database, send: JobSender, job: PasswordResetPayload): Promise<boolean> {
+  const { identifier } = job
+  return await inTransaction(database, async (tx) => {
     const [user] = await tx.db.select({ id: users.id, email: users.email, username: users.username }).from(users)
       .where(and(isNull(users.archivedAt), or(sql`lower(${users.email}) = lower(${identifier})`, sql`lower(${users.username}) = lower(${identifier})`)))
       .limit(1)
-    if (user === undefined) return
+    if (user === undefined) return false
     const token = randomSecret(32)
-    const expiresAt = new Date(input.now.getTime() + input.ttlSeconds * 1000)
-    await tx.db.insert(passwordResets).values({ userId: user.id, tokenHash: sha256(token), expiresAt, createdAt: input.now })
-    const hours = Math.round(input.ttlSeconds / 3600)
+    const expiresAt = new Date(job.requestedAt + job.ttlSeconds * 1000)
+    await tx.db.insert(passwordResets).values({ userId: user.id, tokenHash: sha256(token), expiresAt, createdAt: new Date(job.requestedAt) })
+    const hours = Math.round(job.ttlSeconds / 3600)
     await send(tx.sql, 'mail', {
       to: user.email,
       subject: 'Password Reset Instructions',
@@ -33,12 +45,13 @@ export async function requestPasswordReset (database: Database, send: JobSender,
         '',
         'Someone asked to reset the password of your account. If it was you, set a new password with:',
         '',
-        `  PATCH ${input.baseUrl}/v0/password_resets/${token}   with the field "password"`,
+        `  PATCH ${job.baseUrl}/v0/password_resets/${token}   with the field "password"`,
         '',
         `Your reset code is ${token}. It works once and expires in ${hours} hours.`,
         'If you did not ask for this, ignore this message: your password stays as it is.'
       ].join('\n')
     })
+    return true
   })
 }
 

@@ -2,6 +2,15 @@ import { errors, type FieldErrors } from '../errors.js'
 
 export type Body = Record<string, unknown>
 
+/** Every id column is PostgreSQL's int4: a larger id names no record and would fail the query. */
+export const ID_MAX = 2_147_483_647
+
+/** A record id as bodies send it (a JSON number or digits in a string), or null when it is none. */
+export function toId (value: unknown): number | null {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d{1,10}\s*$/.test(value) ? Number(value) : Number.NaN
+  return Number.isInteger(n) && n >= 1 && n <= ID_MAX ? n : null
+}
+
 /** A request body as an object; anything else (an array, a string) reads as empty. */
 export const asBody = (raw: unknown): Body => typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw as Body : {}
 
@@ -64,9 +73,27 @@ export class BodyReader {
     const value = this.body[field]
     if (value === undefined) return undefined
     if (value === null || value === '') return null
-    const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN
-    if (!Number.isInteger(n) || n < 1) { this.add(field, 'must be an id'); return undefined }
-    return n
+    const id = toId(value)
+    if (id === null) { this.add(field, 'must be an id'); return undefined }
+    return id
+  }
+
+  /**
+   * A list of record ids (an array, or one id) from the first of `fields` that is sent (a form's
+   * `ids[]` after `ids`); an empty one is []. Reported under the first name.
+   */
+  ids (fields: [string, ...string[]], message: string): number[] | undefined {
+    const field = fields.find((f) => this.body[f] !== undefined && this.body[f] !== null)
+    if (field === undefined) return undefined
+    const raw = this.body[field]
+    const list = Array.isArray(raw) ? raw : raw === '' ? [] : [raw]
+    const ids: number[] = []
+    for (const item of list) {
+      const id = toId(item)
+      if (id === null) { this.add(fields[0], message); return undefined }
+      ids.push(id)
+    }
+    return ids
   }
 
   /** 422 with every collected message, if any. */

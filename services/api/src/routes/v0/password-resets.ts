@@ -25,7 +25,7 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
     const params = mergedParams(request)
     const identifier = params.email ?? params.username ?? params.email_or_username
     if (identifier === undefined || identifier.trim() === '') throw errors.parameterMissing(['email_or_username'])
-    await requestPasswordReset(ctx.database, ctx.send, { identifier, baseUrl: baseUrl(request), ttlSeconds: ctx.settings.passwordResetTtlSeconds, now: ctx.clock() })
+    await requestPasswordReset(ctx.database.sql, ctx.send, { identifier, baseUrl: baseUrl(request), ttlSeconds: ctx.settings.passwordResetTtlSeconds, now: ctx.clock() })
     return { message: RESET_MESSAGE }
   })
 
