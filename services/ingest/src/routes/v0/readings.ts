@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { assertCanWrite, errors, findDeviceAccess, ingestReadings } from '@esp/domain'
-import { errorResponses } from '@esp/http'
+import { errorResponses, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
 const Stored = Type.Object({
@@ -24,7 +24,8 @@ export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteC
       tags: ['readings'],
       summary: 'Post readings (owner or admin): {data: [{recorded_at, sensors: [{id (sensor id or kit key), value}]}]}',
       operationId: 'postReadings',
-      params: Type.Object({ device_id: Type.String({ maxLength: 20 }) }),
+      security: SIGNED_IN,
+      params: Type.Object({ device_id: recordIdParam('device', 20) }),
       body: Type.Object({
         data: Type.Optional(Type.Array(Type.Unknown(), { description: 'readings; checked item by item so every bad one is named' }))
       }, { additionalProperties: true }),
