@@ -14,9 +14,10 @@ interface Operation {
   security?: Array<Record<string, string[]>>
   parameters?: Parameter[]
   requestBody?: { content: Record<string, unknown> }
-  responses: Record<string, { description: string, content?: Record<string, { schema?: { $ref?: string } }> }>
+  responses: Record<string, Response>
 }
-interface Document { paths: Record<string, Record<string, Operation>> }
+interface Response { description: string, $ref?: string, content?: Record<string, { schema?: { $ref?: string } }> }
+interface Document { paths: Record<string, Record<string, Operation>>, components: { responses?: Record<string, Response> } }
 
 interface LintProblem { ruleId: string, severity: string, message: string, location: Array<{ pointer?: string }> }
 
@@ -82,10 +83,11 @@ t.test('the OpenAPI document of the whole platform is valid, lints clean and is 
   for (const { method, path: p, operation } of all) {
     const name = `${method.toUpperCase()} ${p}`
     t.ok(Array.isArray(operation.security), `${name} declares its security`)
-    for (const [status, response] of Object.entries(operation.responses)) {
+    for (const [status, given] of Object.entries(operation.responses)) {
       if (Number(status) < 400) continue
-      t.equal(response.content?.['application/json']?.schema?.$ref, '#/components/schemas/ErrorBody', `${name} ${status}: the error body`)
-      t.not(response.description, 'Default Response', `${name} ${status}: described`)
+      const response = given.$ref === undefined ? given : document.components.responses?.[given.$ref.replace('#/components/responses/', '')]
+      t.equal(response?.content?.['application/json']?.schema?.$ref, '#/components/schemas/ErrorBody', `${name} ${status}: the error body`)
+      t.not(response?.description, 'Default Response', `${name} ${status}: described`)
     }
     for (const parameter of operation.parameters ?? []) {
       t.ok(parameter.schema?.type !== undefined || parameter.schema?.$ref !== undefined, `${name} ${parameter.name}: typed`)
@@ -108,6 +110,11 @@ t.test('the OpenAPI document of the whole platform is valid, lints clean and is 
   t.match(parameter('getReadings', 'all_intervals'), { type: 'boolean' })
   t.match(parameter('listDevices', 'per_page'), { type: 'integer', maximum: 1000 })
   t.match(parameter('exportReadings', 'format'), { enum: ['csv', 'ndjson'] })
+  t.match(find('listDevices').parameters?.find((p) => p.name === 'q'), {
+    style: 'deepObject',
+    explode: true,
+    schema: { type: 'object', properties: { created_at_lt: { type: 'string', format: 'date-time' }, name_cont: { type: 'string' }, id_in: { type: 'string' }, kit_id_gteq: { type: 'integer' } } }
+  }, 'the q[<key>_<matcher>] filters, typed by key')
   t.match(parameter('getTag', 'id'), { type: 'string' }, 'tags are found by name too')
   t.same(Object.keys(find('exportReadings').responses['200']?.content ?? {}), ['text/csv', 'application/x-ndjson'])
   t.same(Object.keys(find('downloadCsvArchive').responses['200']?.content ?? {}), ['text/csv'])

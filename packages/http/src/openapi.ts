@@ -1,8 +1,8 @@
 import type { SwaggerOptions, SwaggerTransformObject } from '@fastify/swagger'
-import { type TSchema, type TString, Type } from '@fastify/type-provider-typebox'
+import { type TProperties, type TSchema, type TString, Type } from '@fastify/type-provider-typebox'
 import type { FastifySchema, RouteOptions } from 'fastify'
-import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from '@esp/domain'
-import { errorResponses } from './error-body.js'
+import { DEFAULT_PER_PAGE, type FilterSpec, matchers, MAX_PER_PAGE } from '@esp/domain'
+import { ERROR_DESCRIPTIONS, errorResponses } from './error-body.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
 
 /**
@@ -65,6 +65,47 @@ export function recordIdParam (what: string, maxLength: number): TString {
 export const pageParams = {
   page: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'page number' }))),
   per_page: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE, default: DEFAULT_PER_PAGE, description: 'items per page' })))
+}
+
+const FILTER_VALUES: Readonly<Record<string, TSchema>> = {
+  integer: Type.Integer(),
+  timestamp: Type.String({ format: 'date-time' }),
+  uuid: Type.String({ format: 'uuid' }),
+  boolean: Type.Boolean()
+}
+const TEXT_MATCHERS = new Set(['cont', 'start', 'end'])
+const LIST_MATCHERS = new Set(['in', 'not_in'])
+const NULL_MATCHERS = new Set(['null', 'not_null'])
+
+/**
+ * `q[<key>_<matcher>]` of a list, as filter-compiler.ts reads it from `spec`: one property a key
+ * and matcher, typed by the key, for the deepObject `q`. Ajv takes any value, as it did: the
+ * compiler answers a bad key or value with a 400 that names what is allowed.
+ */
+function filterParam (spec: FilterSpec): TSchema {
+  const properties: Record<string, TSchema> = {}
+  for (const [key, field] of Object.entries(spec)) {
+    // Names say the rest; descriptions only where they add something (the document is served whole).
+    const note = field.adminOnly === true ? { description: 'admins only' } : {}
+    for (const matcher of matchers) {
+      if (TEXT_MATCHERS.has(matcher) && field.type !== 'text') continue
+      properties[`${key}_${matcher}`] = NULL_MATCHERS.has(matcher)
+        ? Type.Boolean(note)
+        : LIST_MATCHERS.has(matcher)
+          ? Type.String({ description: `values separated by commas${field.adminOnly === true ? '; admins only' : ''}` })
+          : { ...(FILTER_VALUES[field.type] ?? Type.String()), ...note }
+    }
+  }
+  const sortable = Object.entries(spec).filter(([, field]) => field.wrap === undefined && field.adminOnly !== true).map(([key]) => key)
+  properties.sort = Type.String({ description: `"<key> asc" or "<key> desc", several separated by commas; keys: ${sortable.join(', ')}` })
+  const schema = Type.Unknown({ description: 'filters and sort: q[<key>_<matcher>]=value' })
+  Object.defineProperty(schema, DOCUMENTED, { value: Type.Object(properties, { description: 'filters and sort: q[<key>_<matcher>]=value' }), enumerable: true })
+  return schema
+}
+
+/** The query of a list: page, per_page and the q[...] filters of its resource, and any `extra`. */
+export function listQuery<P extends TProperties> (spec: FilterSpec, extra: P = {} as P) {
+  return Type.Object({ ...pageParams, q: Type.Optional(filterParam(spec)), ...extra }, { additionalProperties: true })
 }
 
 /** The object schema of a query or path, with each parsed parameter as documented. */
@@ -132,22 +173,36 @@ export function documentRoute ({ schema, url, route }: { schema: FastifySchema |
   }
 }
 
-interface Operation { parameters?: Array<{ in: string, schema?: { type?: string }, style?: string, explode?: boolean }> }
+interface Operation {
+  parameters?: Array<{ in: string, schema?: { type?: string }, style?: string, explode?: boolean }>
+  responses?: Record<string, { description?: string, $ref?: string }>
+}
 
 /**
- * The swagger `transformObject`: an object in a query string is read from bracketed keys
- * (`q[name_eq]=x`), which OpenAPI calls the deepObject style.
+ * The swagger `transformObject`. An object in a query string is read from bracketed keys
+ * (`q[name_eq]=x`), which OpenAPI calls the deepObject style. The shared error answers, the same
+ * on every operation, are written once under components/responses and referenced.
  */
 export const documentObject: SwaggerTransformObject = (document) => {
   if (!('openapiObject' in document)) return document.swaggerObject
   const { openapiObject } = document
+  const shared: Record<string, unknown> = {}
   for (const item of Object.values(openapiObject.paths ?? {}) as Array<Record<string, unknown>>) {
     for (const operation of Object.values(item) as Operation[]) {
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === 'query' && parameter.schema?.type === 'object') Object.assign(parameter, { style: 'deepObject', explode: true })
       }
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const description = ERROR_DESCRIPTIONS[Number(status)]
+        if (description === undefined || response.description !== description) continue
+        const name = `Error${status}`
+        shared[name] ??= response
+        operation.responses = { ...operation.responses, [status]: { $ref: `#/components/responses/${name}` } }
+      }
     }
   }
+  const target = openapiObject as { components?: { responses?: Record<string, unknown> } }
+  target.components = { ...target.components, responses: { ...target.components?.responses, ...shared } }
   return openapiObject
 }
 

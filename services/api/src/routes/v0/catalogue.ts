@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
 import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage } from '@esp/domain'
-import { errorResponses, pageParams, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { errorResponses, listQuery, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const idOf = (what: string) => Type.Object({ id: recordIdParam(what, 100) })
@@ -20,7 +20,6 @@ const Body = Type.Optional(Type.Object(Object.fromEntries(
     .map((field) => [field, Type.Optional(Type.Unknown())])
 )))
 const idParam = (request: FastifyRequest): string => (request.params as { id: string }).id
-const ListQuery = Type.Object(pageParams, { additionalProperties: true })
 
 /**
  * Contract: Sensors, measurements, kits, tags and tag sensors. Reads are public and paginated;
@@ -41,13 +40,13 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
       }
     }
   }
-  const read = (tag: string, summary: string, operationId: string, params: IdParams | 'list') => ({
+  const read = (tag: string, summary: string, operationId: string, params: IdParams | { list: FilterSpec }) => ({
     schema: {
       tags: [tag],
       summary,
       operationId,
-      ...(params === 'list' ? { querystring: ListQuery } : { params }),
-      response: { 200: params === 'list' ? Type.Array(Open) : Open, ...errorResponses(400, 404, 429) }
+      ...('list' in params ? { querystring: listQuery(params.list) } : { params }),
+      response: { 200: 'list' in params ? Type.Array(Open) : Open, ...errorResponses(400, 404, 429) }
     }
   })
   const write = (tag: string, summary: string, operationId: string, status: number, params?: IdParams) => ({
@@ -68,7 +67,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     const extras = await catalogue.sensorExtras(db, rows)
     return rows.map((s) => catalogue.presentSensorWith(s, extras))
   }
-  app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', 'list'), async (request, reply) => {
+  app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', { list: catalogue.sensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)
     return await presentSensors(done(await listPage(db, sensors, query, sensors.id, undefined, query.orderBy)))
   })
@@ -93,7 +92,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   }
 
   // measurements
-  app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', 'list'), async (request, reply) => {
+  app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', { list: catalogue.measurementFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.measurementFilters)
     return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
   })
@@ -117,7 +116,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   }
 
   // kits (older form)
-  app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', 'list'), async (request, reply) => {
+  app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', { list: catalogue.kitFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.kitFilters)
     return await catalogue.presentKits(db, done(await listPage(db, kits, query, kits.id)))
   })
@@ -125,7 +124,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     (await catalogue.presentKits(db, [await catalogue.findKit(db, idParam(request))]))[0])
 
   // tags
-  app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', 'list'), async (request, reply) => {
+  app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagFilters)
     return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
   })
@@ -154,7 +153,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   })
 
   // tag sensors
-  app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', 'list'), async (request, reply) => {
+  app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', { list: catalogue.tagSensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagSensorFilters)
     return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
   })

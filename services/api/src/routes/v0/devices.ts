@@ -1,17 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, DeviceBody, type DeviceRow, deviceService, isAdmin, type MapBody, OkMessage, presentDevices } from '@esp/domain'
-import { baseUrl, errorResponses, pageParams, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { baseUrl, errorResponses, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const Id = Type.Object({ id: recordIdParam('device', 20) })
-const ListQuery = Type.Object({
-  ...pageParams,
+const ListQuery = listQuery(deviceService.deviceFilters, {
   near: Type.Optional(parsedParam(Type.String({ pattern: '^-?[0-9]+(\\.[0-9]+)?, *-?[0-9]+(\\.[0-9]+)?$', example: '41.39,2.17', description: '"<latitude>,<longitude>": nearest first, within `within` km' }))),
   // OpenAPI 3.0 writes an exclusive bound as a flag beside the bound.
   within: Type.Optional(parsedParam(Type.Unsafe<number>({ type: 'number', minimum: 0, exclusiveMinimum: true, default: 1000, description: 'kilometres around `near`' }))),
   with_tags: Type.Optional(Type.String({ description: 'tag names separated by |: devices with any of them' }))
-}, { additionalProperties: true })
+})
 
 const WorldMapItem = Type.Object({}, { additionalProperties: true })
 

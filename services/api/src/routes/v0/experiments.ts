@@ -2,11 +2,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { experiments } from '@esp/db'
 import { compileListQuery, experimentService, isAdmin, listPage, OkMessage } from '@esp/domain'
-import { errorResponses, pageParams, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { errorResponses, listQuery, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const Id = Type.Object({ id: recordIdParam('experiment', 20) })
-const ListQuery = Type.Object(pageParams, { additionalProperties: true })
+const ListQuery = listQuery(experimentService.experimentFilters)
 const Experiment = Type.Object({
   id: Type.Integer(),
   name: Type.String(),

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, isAdmin, OkMessage, presentUser, User, UserBody, userService } from '@esp/domain'
-import { baseUrl, errorResponses, pageParams, rawQuery, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { baseUrl, errorResponses, listQuery, rawQuery, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { renderUser, renderUsers } from './user-view.js'
 
 const IdOrUsername = Type.Object({ id_or_username: Type.String({ minLength: 1, maxLength: 100, description: 'user id, or username' }) })
-const ListQuery = Type.Object(pageParams, { additionalProperties: true })
+const ListQuery = listQuery(userService.userFilters)
 
 /** Contract: Users. Registration, lists with filters, profiles, admin role changes. */
 export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
