@@ -32,11 +32,17 @@ const DOCUMENTED = Symbol('esp.openapi.documented')
  */
 export function parsedParam (documented: TSchema, bounds: { maxLength?: number } = {}): TString {
   const given = (documented as { description?: unknown }).description
-  const description = typeof given === 'string' ? { description: given } : {}
-  const schema = Type.String({ ...bounds, ...description })
+  return documentedAs(Type.String({ ...bounds, ...(typeof given === 'string' ? { description: given } : {}) }), documented)
+}
+
+/**
+ * `validation` for Ajv, `documented` in the document: for parameters and body fields that the
+ * domain reads itself (BodyReader), with messages of its own that a schema must not pre-empt.
+ */
+export function documentedAs<T extends TSchema> (validation: T, documented: TSchema): T {
   // Enumerable, so the copies TypeBox makes (Type.Optional) keep it; Ajv reads no symbol keys.
-  Object.defineProperty(schema, DOCUMENTED, { value: documented, enumerable: true })
-  return schema
+  Object.defineProperty(validation, DOCUMENTED, { value: documented, enumerable: true })
+  return validation
 }
 
 /**
@@ -45,9 +51,7 @@ export function parsedParam (documented: TSchema, bounds: { maxLength?: number }
  * the document shows the form's fields, files as binary strings.
  */
 export function multipartForm (documented: TSchema): { schema: TSchema } {
-  const schema = Type.Object({})
-  Object.defineProperty(schema, DOCUMENTED, { value: documented, enumerable: true })
-  return { schema }
+  return { schema: documentedAs(Type.Object({}), documented) }
 }
 
 /** A file in a multipart form, as OpenAPI 3.0 writes it. */
@@ -98,9 +102,8 @@ function filterParam (spec: FilterSpec): TSchema {
   }
   const sortable = Object.entries(spec).filter(([, field]) => field.wrap === undefined && field.adminOnly !== true).map(([key]) => key)
   properties.sort = Type.String({ description: `"<key> asc" or "<key> desc", several separated by commas; keys: ${sortable.join(', ')}` })
-  const schema = Type.Unknown({ description: 'filters and sort: q[<key>_<matcher>]=value' })
-  Object.defineProperty(schema, DOCUMENTED, { value: Type.Object(properties, { description: 'filters and sort: q[<key>_<matcher>]=value' }), enumerable: true })
-  return schema
+  const description = 'filters and sort: q[<key>_<matcher>]=value'
+  return documentedAs(Type.Unknown({ description }), Type.Object(properties, { description }))
 }
 
 /** The query of a list: page, per_page and the q[...] filters of its resource, and any `extra`. */
@@ -108,7 +111,7 @@ export function listQuery<P extends TProperties> (spec: FilterSpec, extra: P = {
   return Type.Object({ ...pageParams, q: Type.Optional(filterParam(spec)), ...extra }, { additionalProperties: true })
 }
 
-/** The object schema of a query or path, with each parsed parameter as documented. */
+/** The object schema of a query, path or body, with each field the domain reads as documented. */
 function documentedParameters (schema: unknown): unknown {
   if (typeof schema !== 'object' || schema === null || !('properties' in schema)) return schema
   const properties = schema.properties as Record<string, Record<symbol, unknown>>
@@ -166,7 +169,7 @@ export function documentRoute ({ schema, url, route }: { schema: FastifySchema |
       ...consumes,
       ...(given.querystring !== undefined ? { querystring: documentedParameters(given.querystring) } : {}),
       ...(given.params !== undefined ? { params: documentedParameters(given.params) } : {}),
-      ...(body?.content !== undefined ? { body: { ...body, content: documentedContent(body.content) } } : {}),
+      ...(body === undefined ? {} : { body: body.content !== undefined ? { ...body, content: documentedContent(body.content) } : documentedParameters(body) }),
       security: given.security ?? (route.config?.authenticate === false ? [] : ANYONE),
       response
     }

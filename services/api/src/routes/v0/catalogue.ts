@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
 import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage } from '@esp/domain'
-import { errorResponses, listQuery, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const idOf = (what: string) => Type.Object({ id: recordIdParam(what, 100) })
@@ -15,9 +15,11 @@ const TagKey = Type.Object({ id: Type.String({ maxLength: 100, description: 'tag
 type IdParams = typeof SensorId | typeof TagKey
 const Open = Type.Object({}, { additionalProperties: true })
 /** Every field a catalogue record takes; each resource reads its own (e.g. unit on sensors, definition on measurements). */
+const INTEGER_FIELDS = new Set(['measurement_id', 'parent_id'])
 const Body = Type.Optional(Type.Object(Object.fromEntries(
   ['name', 'description', 'unit', 'measurement_id', 'parent_id', 'datasheet', 'unit_definition', 'default_key', 'equation', 'reverse_equation', 'definition']
-    .map((field) => [field, Type.Optional(Type.Unknown())])
+    // The services read each field (BodyReader) with their own messages: Ajv takes any value.
+    .map((field) => [field, Type.Optional(documentedAs(Type.Unknown(), INTEGER_FIELDS.has(field) ? Type.Integer({ minimum: 1 }) : Type.String()))])
 )))
 const idParam = (request: FastifyRequest): string => (request.params as { id: string }).id
 

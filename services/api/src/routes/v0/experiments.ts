@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { type TSchema, Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { experiments } from '@esp/db'
 import { compileListQuery, experimentService, isAdmin, listPage, OkMessage } from '@esp/domain'
-import { errorResponses, listQuery, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const Id = Type.Object({ id: recordIdParam('experiment', 20) })
@@ -20,14 +20,16 @@ const Experiment = Type.Object({
   created_at: Type.String(),
   updated_at: Type.String()
 })
+// experiment-service reads the fields (BodyReader) with its own messages: Ajv takes any value.
+const field = (documented: TSchema) => Type.Optional(documentedAs(Type.Unknown(), documented))
 const Body = Type.Optional(Type.Object({
-  name: Type.Optional(Type.Unknown()),
-  description: Type.Optional(Type.Unknown()),
-  starts_at: Type.Optional(Type.Unknown()),
-  ends_at: Type.Optional(Type.Unknown()),
-  is_test: Type.Optional(Type.Unknown()),
-  device_ids: Type.Optional(Type.Unknown({ description: 'ids of devices the caller may see' })),
-  'device_ids[]': Type.Optional(Type.Unknown())
+  name: field(Type.String({ maxLength: 255, description: 'required at creation' })),
+  description: field(Type.String()),
+  starts_at: field(Type.String({ format: 'date-time' })),
+  ends_at: field(Type.String({ format: 'date-time' })),
+  is_test: field(Type.Boolean()),
+  device_ids: field(Type.Array(Type.Integer({ minimum: 1 }), { description: 'ids of devices the caller may see' })),
+  'device_ids[]': field(Type.Array(Type.Integer({ minimum: 1 }), { description: 'device_ids as form fields' }))
 }))
 
 /** Contract: Experiments, at `/experiments/:id` and the contract's `/experiment/:id`. */
