@@ -19,6 +19,7 @@ import { corsPlugin } from './cors.js'
 import { healthRoutes, type ReadinessCheck } from './health.js'
 import { loggerOptions } from './logger.js'
 import { metricsPlugin, metricsRoute, type MetricsOptions } from './metrics.js'
+import { openapiOptions } from './openapi.js'
 import { pressurePlugin, type PressureOptions } from './pressure.js'
 import { representationPlugin } from './representation.js'
 import { createUrlRewriter } from './versioning.js'
@@ -117,24 +118,7 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   if (options.auth !== undefined) await app.register(authPlugin, options.auth)
   else app.decorateRequest('viewer', null)
   if (options.rateLimit !== undefined) await app.register(rateLimitPlugin, options.rateLimit)
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: options.title,
-        version: '0',
-        description: 'Environmental sensing network, REST API v0. Paths work with or without the /v0 prefix.'
-      },
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer' },
-          basic: { type: 'http', scheme: 'basic' },
-          accessToken: { type: 'apiKey', in: 'query', name: 'access_token' }
-        }
-      }
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
-  })
+  await app.register(swagger, openapiOptions(options.title))
   await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
   await app.register(healthRoutes, { ready: options.ready })
   return app

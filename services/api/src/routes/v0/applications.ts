@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { applications, OkMessage } from '@esp/domain'
-import { errorResponses, requireViewer } from '@esp/http'
+import { errorResponses, requireViewer, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { mergedParams } from './params.js'
 
@@ -17,7 +17,7 @@ const Application = Type.Object({
   updated_at: Type.String()
 })
 const ApplicationBody = Type.Object({ name: Type.Optional(Type.String()), redirect_uri: Type.Optional(Nullable(Type.String())), scopes: Type.Optional(Type.String()) })
-const Id = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2147483647 }) })
+const Id = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'application id' }) })
 const TokenResponse = Type.Object({ access_token: Type.String(), token_type: Type.Literal('Bearer'), expires_in: Type.Integer(), created_at: Type.Integer() })
 
 /** RFC 6749 §2.3.1 form-encodes Basic client credentials; a malformed escape is just a wrong secret. */
@@ -36,11 +36,11 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
   const db = ctx.database.db
 
   app.get('/applications', {
-    schema: { tags, summary: 'Your OAuth client applications', operationId: 'listApplications', response: { 200: Type.Array(Application), ...errorResponses(401, 429) } }
+    schema: { tags, summary: 'Your OAuth client applications', operationId: 'listApplications', security: SIGNED_IN, response: { 200: Type.Array(Application), ...errorResponses(401, 429) } }
   }, async (request) => await applications.listApplications(db, requireViewer(request)))
 
   app.post('/applications', {
-    schema: { tags, summary: 'Register a client application: returns its client id (uid) and secret', operationId: 'createApplication', body: ApplicationBody, response: { 201: Application, ...errorResponses(401, 422, 429) } }
+    schema: { tags, summary: 'Register a client application: returns its client id (uid) and secret', operationId: 'createApplication', security: SIGNED_IN, body: ApplicationBody, response: { 201: Application, ...errorResponses(401, 422, 429) } }
   }, async (request, reply) => {
     const created = await applications.createApplication(db, requireViewer(request), request.body, ctx.clock())
     reply.code(201)
@@ -48,20 +48,20 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
   })
 
   app.get('/applications/:id', {
-    schema: { tags, summary: 'One of your applications', operationId: 'getApplication', params: Id, response: { 200: Application, ...errorResponses(401, 404, 429) } }
+    schema: { tags, summary: 'One of your applications', operationId: 'getApplication', security: SIGNED_IN, params: Id, response: { 200: Application, ...errorResponses(401, 404, 429) } }
   }, async (request) => applications.presentApplication(await applications.ownApplication(db, requireViewer(request), request.params.id), null))
 
   for (const method of ['PATCH', 'PUT'] as const) {
     app.route({
       method,
       url: '/applications/:id',
-      schema: { tags, summary: 'Update one of your applications', operationId: method === 'PATCH' ? 'updateApplication' : 'replaceApplication', params: Id, body: ApplicationBody, response: { 200: Application, ...errorResponses(401, 404, 422, 429) } },
+      schema: { tags, summary: 'Update one of your applications', operationId: method === 'PATCH' ? 'updateApplication' : 'replaceApplication', security: SIGNED_IN, params: Id, body: ApplicationBody, response: { 200: Application, ...errorResponses(401, 404, 422, 429) } },
       handler: async (request) => await applications.updateApplication(db, requireViewer(request), request.params.id, request.body, ctx.clock())
     })
   }
 
   app.delete('/applications/:id', {
-    schema: { tags, summary: 'Delete one of your applications', operationId: 'deleteApplication', params: Id, response: { 200: OkMessage, ...errorResponses(401, 404, 429) } }
+    schema: { tags, summary: 'Delete one of your applications', operationId: 'deleteApplication', security: SIGNED_IN, params: Id, response: { 200: OkMessage, ...errorResponses(401, 404, 429) } }
   }, async (request) => {
     await applications.deleteApplication(db, requireViewer(request), request.params.id)
     return { message: 'OK' }

@@ -2,18 +2,26 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
 import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage } from '@esp/domain'
-import { errorResponses, rawQuery, setPaginationHeaders } from '@esp/http'
+import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
-const Id = Type.Object({ id: Type.String({ maxLength: 100 }) })
+const idOf = (what: string) => Type.Object({ id: recordIdParam(what, 100) })
+const SensorId = idOf('sensor')
+const MeasurementId = idOf('measurement')
+const KitId = idOf('kit')
+const TagSensorId = idOf('tag sensor')
+// Tags are found by id or by their exact name (the established platform's friendly id).
+const TagKey = Type.Object({ id: Type.String({ maxLength: 100, description: 'tag id, or its exact name' }) })
+type IdParams = typeof SensorId | typeof TagKey
 const Open = Type.Object({}, { additionalProperties: true })
 /** Every field a catalogue record takes; each resource reads its own (e.g. unit on sensors, definition on measurements). */
+const INTEGER_FIELDS = new Set(['measurement_id', 'parent_id'])
 const Body = Type.Optional(Type.Object(Object.fromEntries(
   ['name', 'description', 'unit', 'measurement_id', 'parent_id', 'datasheet', 'unit_definition', 'default_key', 'equation', 'reverse_equation', 'definition']
-    .map((field) => [field, Type.Optional(Type.Unknown())])
+    // The services read each field (BodyReader) with their own messages: Ajv takes any value.
+    .map((field) => [field, Type.Optional(documentedAs(Type.Unknown(), INTEGER_FIELDS.has(field) ? Type.Integer({ minimum: 1 }) : Type.String()))])
 )))
 const idParam = (request: FastifyRequest): string => (request.params as { id: string }).id
-const ListQuery = Type.Object({ page: Type.Optional(Type.String()), per_page: Type.Optional(Type.String()) }, { additionalProperties: true })
 
 /**
  * Contract: Sensors, measurements, kits, tags and tag sensors. Reads are public and paginated;
@@ -34,21 +42,23 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
       }
     }
   }
-  const read = (tag: string, summary: string, operationId: string, list: boolean) => ({
+  const read = (tag: string, summary: string, operationId: string, params: IdParams | { list: FilterSpec }) => ({
     schema: {
       tags: [tag],
       summary,
       operationId,
-      ...(list ? { querystring: ListQuery } : { params: Id }),
-      response: { 200: list ? Type.Array(Open) : Open, ...errorResponses(400, 404, 429) }
+      ...('list' in params ? { querystring: listQuery(params.list) } : { params }),
+      response: { 200: 'list' in params ? Type.Array(Open) : Open, ...errorResponses(400, 404, 429) }
     }
   })
-  const write = (tag: string, summary: string, operationId: string, status: number, withId: boolean) => ({
+  const write = (tag: string, summary: string, operationId: string, status: number, params?: IdParams) => ({
     schema: {
       tags: [tag],
       summary,
       operationId,
-      ...(withId ? { params: Id } : {}),
+      // Admins only: anonymous callers are a 401, others a 403.
+      security: SIGNED_IN,
+      ...(params !== undefined ? { params } : {}),
       body: Body,
       response: { [status]: Open, ...errorResponses(400, 401, 403, 404, 422, 429) }
     }
@@ -59,13 +69,13 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     const extras = await catalogue.sensorExtras(db, rows)
     return rows.map((s) => catalogue.presentSensorWith(s, extras))
   }
-  app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', true), async (request, reply) => {
+  app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', { list: catalogue.sensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)
     return await presentSensors(done(await listPage(db, sensors, query, sensors.id, undefined, query.orderBy)))
   })
-  app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', false), async (request: FastifyRequest) =>
+  app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest) =>
     (await presentSensors([await catalogue.findSensor(db, idParam(request))]))[0])
-  app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201, false), async (request, reply) => {
+  app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201), async (request, reply) => {
     const row = await catalogue.writeSensor(db, request.body, request.viewer)
     reply.code(201)
     return (await presentSensors([row]))[0]
@@ -74,7 +84,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     app.route({
       method,
       url: '/sensors/:id',
-      ...write('sensors', 'Change a sensor (admins)', `${method.toLowerCase()}Sensor`, 200, true),
+      ...write('sensors', 'Change a sensor (admins)', `${method.toLowerCase()}Sensor`, 200, SensorId),
       handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
         catalogue.assertAdmin(request.viewer)
         const row = await catalogue.writeSensor(db, request.body, request.viewer, await catalogue.findSensor(db, idParam(request)))
@@ -84,13 +94,13 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   }
 
   // measurements
-  app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', true), async (request, reply) => {
+  app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', { list: catalogue.measurementFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.measurementFilters)
     return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
   })
-  app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', false), async (request: FastifyRequest) =>
+  app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest) =>
     catalogue.presentMeasurement(await catalogue.findMeasurement(db, idParam(request))))
-  app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201, false), async (request, reply) => {
+  app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201), async (request, reply) => {
     const row = await catalogue.writeMeasurement(db, request.body, request.viewer)
     reply.code(201)
     return catalogue.presentMeasurement(row)
@@ -99,7 +109,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     app.route({
       method,
       url: '/measurements/:id',
-      ...write('measurements', 'Change a measurement (admins)', `${method.toLowerCase()}Measurement`, 200, true),
+      ...write('measurements', 'Change a measurement (admins)', `${method.toLowerCase()}Measurement`, 200, MeasurementId),
       handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
         catalogue.assertAdmin(request.viewer)
         return catalogue.presentMeasurement(await catalogue.writeMeasurement(db, request.body, request.viewer, await catalogue.findMeasurement(db, idParam(request))))
@@ -108,21 +118,21 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   }
 
   // kits (older form)
-  app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', true), async (request, reply) => {
+  app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', { list: catalogue.kitFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.kitFilters)
     return await catalogue.presentKits(db, done(await listPage(db, kits, query, kits.id)))
   })
-  app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', false), async (request: FastifyRequest) =>
+  app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', KitId), async (request: FastifyRequest) =>
     (await catalogue.presentKits(db, [await catalogue.findKit(db, idParam(request))]))[0])
 
   // tags
-  app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', true), async (request, reply) => {
+  app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagFilters)
     return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
   })
-  app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', false), async (request: FastifyRequest) =>
+  app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest) =>
     catalogue.presentTag(await catalogue.findTag(db, idParam(request))))
-  app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201, false), async (request, reply) => {
+  app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201), async (request, reply) => {
     const row = await catalogue.writeTag(db, request.body, request.viewer)
     reply.code(201)
     return catalogue.presentTag(row)
@@ -131,27 +141,27 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     app.route({
       method,
       url: '/tags/:id',
-      ...write('tags', 'Change a tag (admins)', `${method.toLowerCase()}Tag`, 200, true),
+      ...write('tags', 'Change a tag (admins)', `${method.toLowerCase()}Tag`, 200, TagKey),
       handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
         catalogue.assertAdmin(request.viewer)
         return catalogue.presentTag(await catalogue.writeTag(db, request.body, request.viewer, await catalogue.findTag(db, idParam(request))))
       }
     })
   }
-  app.delete('/tags/:id', { schema: { tags: ['tags'], summary: 'Delete a tag and remove it from every device (admins)', operationId: 'deleteTag', params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } } }, async (request) => {
+  app.delete('/tags/:id', { schema: { tags: ['tags'], summary: 'Delete a tag and remove it from every device (admins)', operationId: 'deleteTag', security: SIGNED_IN, params: TagKey, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } } }, async (request) => {
     catalogue.assertAdmin(request.viewer)
     await catalogue.deleteTag(db, await catalogue.findTag(db, idParam(request)), request.viewer)
     return { message: 'OK' }
   })
 
   // tag sensors
-  app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', true), async (request, reply) => {
+  app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', { list: catalogue.tagSensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagSensorFilters)
     return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
   })
-  app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', false), async (request: FastifyRequest) =>
+  app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest) =>
     catalogue.presentTagSensor(await catalogue.findTagSensor(db, idParam(request))))
-  app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201, false), async (request, reply) => {
+  app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201), async (request, reply) => {
     const row = await catalogue.writeTagSensor(db, request.body, request.viewer)
     reply.code(201)
     return catalogue.presentTagSensor(row)
@@ -160,14 +170,14 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     app.route({
       method,
       url: '/tag_sensors/:id',
-      ...write('tags', 'Change a tag of sensors (admins)', `${method.toLowerCase()}TagSensor`, 200, true),
+      ...write('tags', 'Change a tag of sensors (admins)', `${method.toLowerCase()}TagSensor`, 200, TagSensorId),
       handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
         catalogue.assertAdmin(request.viewer)
         return catalogue.presentTagSensor(await catalogue.writeTagSensor(db, request.body, request.viewer, await catalogue.findTagSensor(db, idParam(request))))
       }
     })
   }
-  app.delete('/tag_sensors/:id', { schema: { tags: ['tags'], summary: 'Delete a tag of sensors (admins)', operationId: 'deleteTagSensor', params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } } }, async (request) => {
+  app.delete('/tag_sensors/:id', { schema: { tags: ['tags'], summary: 'Delete a tag of sensors (admins)', operationId: 'deleteTagSensor', security: SIGNED_IN, params: TagSensorId, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } } }, async (request) => {
     catalogue.assertAdmin(request.viewer)
     await catalogue.deleteTagSensor(db, await catalogue.findTagSensor(db, idParam(request)), request.viewer)
     return { message: 'OK' }

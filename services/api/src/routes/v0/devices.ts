@@ -1,17 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, DeviceBody, type DeviceRow, deviceService, isAdmin, type MapBody, OkMessage, presentDevices } from '@esp/domain'
-import { baseUrl, errorResponses, rawQuery, requireViewer, setPaginationHeaders } from '@esp/http'
+import { baseUrl, errorResponses, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
-const Id = Type.Object({ id: Type.String({ maxLength: 20 }) })
-const ListQuery = Type.Object({
-  page: Type.Optional(Type.String()),
-  per_page: Type.Optional(Type.String()),
-  near: Type.Optional(Type.String({ description: '"<latitude>,<longitude>": nearest first, within `within` km (1000 by default)' })),
-  within: Type.Optional(Type.String()),
+const Id = Type.Object({ id: recordIdParam('device', 20) })
+const ListQuery = listQuery(deviceService.deviceFilters, {
+  near: Type.Optional(parsedParam(Type.String({ pattern: '^-?[0-9]+(\\.[0-9]+)?, *-?[0-9]+(\\.[0-9]+)?$', example: '41.39,2.17', description: '"<latitude>,<longitude>": nearest first, within `within` km' }))),
+  // OpenAPI 3.0 writes an exclusive bound as a flag beside the bound.
+  within: Type.Optional(parsedParam(Type.Unsafe<number>({ type: 'number', minimum: 0, exclusiveMinimum: true, default: 1000, description: 'kilometres around `near`' }))),
   with_tags: Type.Optional(Type.String({ description: 'tag names separated by |: devices with any of them' }))
-}, { additionalProperties: true })
+})
 
 const WorldMapItem = Type.Object({}, { additionalProperties: true })
 
@@ -100,6 +99,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       tags,
       summary: 'Add a device; the caller becomes its owner',
       operationId: 'createDevice',
+      security: SIGNED_IN,
       body: DeviceBody,
       response: { 201: Type.Ref('Device'), ...errorResponses(400, 401, 422, 429) }
     }
@@ -119,6 +119,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
         tags,
         summary: 'Change a device (owner or admin)',
         operationId: method === 'PATCH' ? 'updateDevice' : 'replaceDevice',
+        security: SIGNED_IN,
         params: Id,
         body: Type.Optional(DeviceBody),
         response: { 200: Type.Ref('Device'), ...errorResponses(400, 401, 403, 404, 422, 429) }
@@ -138,6 +139,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       tags,
       summary: 'Archive a device (owner or admin); it is purged with its readings after the grace period',
       operationId: 'deleteDevice',
+      security: SIGNED_IN,
       params: Id,
       response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) }
     }
@@ -153,6 +155,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       tags,
       summary: 'Bring back an archived device during the grace period (admins)',
       operationId: 'restoreDevice',
+      security: SIGNED_IN,
       params: Id,
       response: { 200: Type.Ref('Device'), ...errorResponses(401, 403, 404, 429) }
     }

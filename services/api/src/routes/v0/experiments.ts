@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { type TSchema, Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { experiments } from '@esp/db'
 import { compileListQuery, experimentService, isAdmin, listPage, OkMessage } from '@esp/domain'
-import { errorResponses, rawQuery, requireViewer, setPaginationHeaders } from '@esp/http'
+import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
-const Id = Type.Object({ id: Type.String({ maxLength: 20 }) })
+const Id = Type.Object({ id: recordIdParam('experiment', 20) })
+const ListQuery = listQuery(experimentService.experimentFilters)
 const Experiment = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
@@ -19,14 +20,16 @@ const Experiment = Type.Object({
   created_at: Type.String(),
   updated_at: Type.String()
 })
+// experiment-service reads the fields (BodyReader) with its own messages: Ajv takes any value.
+const field = (documented: TSchema) => Type.Optional(documentedAs(Type.Unknown(), documented))
 const Body = Type.Optional(Type.Object({
-  name: Type.Optional(Type.Unknown()),
-  description: Type.Optional(Type.Unknown()),
-  starts_at: Type.Optional(Type.Unknown()),
-  ends_at: Type.Optional(Type.Unknown()),
-  is_test: Type.Optional(Type.Unknown()),
-  device_ids: Type.Optional(Type.Unknown({ description: 'ids of devices the caller may see' })),
-  'device_ids[]': Type.Optional(Type.Unknown())
+  name: field(Type.String({ maxLength: 255, description: 'required at creation' })),
+  description: field(Type.String()),
+  starts_at: field(Type.String({ format: 'date-time' })),
+  ends_at: field(Type.String({ format: 'date-time' })),
+  is_test: field(Type.Boolean()),
+  device_ids: field(Type.Array(Type.Integer({ minimum: 1 }), { description: 'ids of devices the caller may see' })),
+  'device_ids[]': field(Type.Array(Type.Integer({ minimum: 1 }), { description: 'device_ids as form fields' }))
 }))
 
 /** Contract: Experiments, at `/experiments/:id` and the contract's `/experiment/:id`. */
@@ -38,7 +41,7 @@ export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContex
     await experimentService.presentExperiments(db, rows, request.viewer, ctx.clock())
 
   app.get('/experiments', {
-    schema: { tags, summary: 'Experiments (paginated; filters on id, name, description, owner_id, is_test, starts_at, ends_at, created_at, updated_at)', operationId: 'listExperiments', response: { 200: Type.Array(Experiment), ...errorResponses(400, 429) } }
+    schema: { tags, summary: 'Experiments (paginated; filters on id, name, description, owner_id, is_test, starts_at, ends_at, created_at, updated_at)', operationId: 'listExperiments', querystring: ListQuery, response: { 200: Type.Array(Experiment), ...errorResponses(400, 429) } }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), experimentService.experimentFilters, { admin: isAdmin(request.viewer) })
     const result = await listPage(db, experiments, query, experiments.id)
@@ -47,7 +50,7 @@ export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContex
   })
 
   app.post('/experiments', {
-    schema: { tags, summary: 'Start an experiment; the caller owns it', operationId: 'createExperiment', body: Body, response: { 201: Experiment, ...errorResponses(400, 401, 422, 429) } }
+    schema: { tags, summary: 'Start an experiment; the caller owns it', operationId: 'createExperiment', security: SIGNED_IN, body: Body, response: { 201: Experiment, ...errorResponses(400, 401, 422, 429) } }
   }, async (request, reply) => {
     const row = await experimentService.createExperiment(db, request.body ?? {}, requireViewer(request), ctx.clock())
     reply.code(201)
@@ -64,7 +67,7 @@ export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContex
       app.route({
         method,
         url: base,
-        schema: { tags, summary: 'Change an experiment (owner or admin)', operationId: `${method.toLowerCase()}Experiment${legacy ? 'OlderPath' : ''}`, params: Id, body: Body, response: { 200: Experiment, ...errorResponses(400, 401, 403, 404, 422, 429) } },
+        schema: { tags, summary: 'Change an experiment (owner or admin)', operationId: `${method.toLowerCase()}Experiment${legacy ? 'OlderPath' : ''}`, security: SIGNED_IN, params: Id, body: Body, response: { 200: Experiment, ...errorResponses(400, 401, 403, 404, 422, 429) } },
         handler: async (request: FastifyRequest<{ Params: { id: string }, Body: unknown }>) => {
           const viewer = requireViewer(request)
           const row = await experimentService.updateExperiment(db, await experimentService.findExperiment(db, request.params.id), request.body ?? {}, viewer, ctx.clock())
@@ -74,7 +77,7 @@ export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContex
     }
 
     app.delete(base, {
-      schema: { tags, summary: 'Delete an experiment (owner or admin)', operationId: legacy ? 'deleteExperimentOlderPath' : 'deleteExperiment', params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } }
+      schema: { tags, summary: 'Delete an experiment (owner or admin)', operationId: legacy ? 'deleteExperimentOlderPath' : 'deleteExperiment', security: SIGNED_IN, params: Id, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } }
     }, async (request) => {
       const viewer = requireViewer(request)
       await experimentService.deleteExperiment(db, await experimentService.findExperiment(db, request.params.id), viewer)

@@ -6,7 +6,7 @@ import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
   createCsvImport, csvImportStatus, errors, findDeviceAccess, type ImportLimits, openReadingsExport, requestCsvArchive, verifyArchiveLink
 } from '@esp/domain'
-import { baseUrl, errorResponses } from '@esp/http'
+import { baseUrl, binaryFile, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { readMultipartForm } from './multipart.js'
 
@@ -25,7 +25,8 @@ export interface ExportRouteContext extends ApiContext {
 }
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
-const DeviceParams = Type.Object({ device_id: Type.String({ maxLength: 20 }) })
+const DeviceId = recordIdParam('device', 20)
+const DeviceParams = Type.Object({ device_id: DeviceId })
 const Queued = Type.Object({ id: Type.String(), message: Type.String(), errors: Type.Null(), url: Type.Null() })
 const Import = Type.Object({
   id: Type.Integer(),
@@ -40,7 +41,10 @@ const Import = Type.Object({
   created_at: Type.String(),
   finished_at: Nullable(Type.String())
 })
-const Streamed = Type.Unknown({ description: 'the file, streamed' })
+// Plain JSON schemas, not TypeBox: the handlers stream these files, which no serializer sees.
+const csvFile = { type: 'string', description: 'CSV with a header line' }
+const ndjsonFile = { type: 'string', description: 'one JSON object a line' }
+const CsvImportForm = multipartForm(Type.Object({ file: binaryFile("the SD card's CSV file") }, { required: ['file'] }))
 
 /** CSV archive (contract), the streamed export and the historical CSV import (issue 7). */
 export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteContext): Promise<void> {
@@ -55,6 +59,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       tags,
       summary: 'Queues a CSV archive of every reading; a download link is mailed (once per 6 hours per device)',
       operationId: 'requestCsvArchive',
+      security: SIGNED_IN,
       params: DeviceParams,
       response: { 200: Queued, ...errorResponses(401, 403, 404, 420, 429) }
     }
@@ -68,9 +73,12 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       tags,
       summary: 'Downloads a CSV archive through the signed, expiring link of its e-mail',
       operationId: 'downloadCsvArchive',
-      params: Type.Object({ device_id: Type.String({ maxLength: 20 }), file: Type.String({ maxLength: 64 }) }),
-      querystring: Type.Object({ expires: Type.Optional(Type.String({ maxLength: 20 })), signature: Type.Optional(Type.String({ maxLength: 100 })) }),
-      response: { 200: Streamed, ...errorResponses(403, 404) }
+      params: Type.Object({ device_id: DeviceId, file: Type.String({ maxLength: 64, description: 'the file name of the link' }) }),
+      querystring: Type.Object({
+        expires: Type.Optional(parsedParam(Type.Integer({ minimum: 0, description: 'epoch seconds after which the link is refused; required' }), { maxLength: 20 })),
+        signature: Type.Optional(Type.String({ maxLength: 100, description: "the link's signature; required" }))
+      }),
+      response: { 200: { description: 'the archive', content: { 'text/csv': { schema: csvFile } } }, ...errorResponses(403, 404) }
     }
   }, async (request, reply) => {
     const link = verifyArchiveLink(ctx.exports.linkSecret, { deviceId: request.params.device_id, file: request.params.file, ...request.query }, ctx.clock())
@@ -93,12 +101,15 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       operationId: 'exportReadings',
       params: DeviceParams,
       querystring: Type.Object({
-        format: Type.Optional(Type.String({ description: 'csv (default) or ndjson' })),
-        from: Type.Optional(Type.String({ description: 'as for GET readings; default: the first reading' })),
-        to: Type.Optional(Type.String({ description: 'as for GET readings; default: the last reading' })),
-        sensor_id: Type.Optional(Type.String({ description: 'one sensor only' }))
+        format: Type.Optional(parsedParam(Type.String({ enum: ['csv', 'ndjson'], default: 'csv', description: 'the media type of the answer' }))),
+        from: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the first reading' }))),
+        to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the last reading' }))),
+        sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'one sensor only' })))
       }),
-      response: { 200: Streamed, ...errorResponses(400, 403, 404, 429, 503) }
+      response: {
+        200: { description: 'every reading of the range, streamed', content: { 'text/csv': { schema: csvFile }, 'application/x-ndjson': { schema: ndjsonFile } } },
+        ...errorResponses(400, 403, 404, 429, 503)
+      }
     }
   }, async (request, reply) => {
     if (running >= ctx.exports.maxConcurrent) throw errors.serviceUnavailable('Too many exports are running; try again in a minute')
@@ -121,7 +132,8 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       tags,
       summary: "Imports an SD card's CSV file (text/csv body, or multipart field file); validated whole, stored by a job",
       operationId: 'importReadingsCsv',
-      consumes: ['text/csv', 'multipart/form-data'],
+      security: SIGNED_IN,
+      body: { content: { 'text/csv': { schema: Type.String({ description: "the SD card's CSV file" }) }, 'multipart/form-data': CsvImportForm } },
       params: DeviceParams,
       response: { 202: Import, ...errorResponses(400, 401, 403, 404, 413, 415, 422, 429) }
     }
@@ -145,7 +157,8 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       tags,
       summary: 'Progress of a CSV import',
       operationId: 'getReadingsCsvImport',
-      params: Type.Object({ device_id: Type.String({ maxLength: 20 }), import_id: Type.String({ maxLength: 20 }) }),
+      security: SIGNED_IN,
+      params: Type.Object({ device_id: DeviceId, import_id: recordIdParam('CSV import', 20) }),
       response: { 200: Import, ...errorResponses(401, 403, 404, 429) }
     }
   }, async (request) => await csvImportStatus(ctx.database.sql, request.viewer, request.params.device_id, request.params.import_id))

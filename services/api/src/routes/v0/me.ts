@@ -1,12 +1,16 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { detectImageType, errors, OkMessage, signUploadPolicy, UserBody, userService } from '@esp/domain'
-import { baseUrl, errorResponses, requireViewer } from '@esp/http'
+import { baseUrl, binaryFile, errorResponses, multipartForm, requireViewer, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { readMultipartForm } from './multipart.js'
 import { renderUser } from './user-view.js'
 
 const USER_FIELDS = ['email', 'username', 'password', 'city', 'country_code', 'url', 'first_name', 'last_name'] as const
+const MultipartUpdate = multipartForm(Type.Object({
+  ...Object.fromEntries(USER_FIELDS.map((field) => [field, Type.Optional(Type.String())])),
+  profile_picture: Type.Optional(binaryFile('the new picture: PNG, JPEG, GIF or WebP'))
+}))
 
 /** Contract: `GET|PATCH|PUT|DELETE /me` and the older form's `PATCH /me/avatar`. */
 export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
@@ -14,7 +18,7 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
   const tags = ['users']
 
   app.get('/me', {
-    schema: { tags, summary: 'The current user, with their devices', operationId: 'getMe', response: { 200: Type.Ref('User'), ...errorResponses(401, 429) } }
+    schema: { tags, summary: 'The current user, with their devices', operationId: 'getMe', security: SIGNED_IN, response: { 200: Type.Ref('User'), ...errorResponses(401, 429) } }
   }, async (request) => {
     const viewer = requireViewer(request)
     return await renderUser(ctx, request, await userService.findUser(ctx.database.db, viewer.id))
@@ -28,8 +32,14 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
         tags,
         summary: 'Update the current user; multipart with a `profile_picture` image changes the picture',
         operationId: method === 'PATCH' ? 'updateMe' : 'replaceMe',
-        consumes: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
-        body: Type.Optional(UserBody),
+        security: SIGNED_IN,
+        body: {
+          content: {
+            'application/json': { schema: UserBody },
+            'application/x-www-form-urlencoded': { schema: UserBody },
+            'multipart/form-data': MultipartUpdate
+          }
+        },
         response: { 200: Type.Ref('User'), ...errorResponses(400, 401, 413, 422, 429) }
       },
       handler: async (request) => {
@@ -59,7 +69,7 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
   }
 
   app.delete('/me', {
-    schema: { tags, summary: 'Delete (archive) the current user and their devices', operationId: 'deleteMe', response: { 200: OkMessage, ...errorResponses(401, 429) } }
+    schema: { tags, summary: 'Delete (archive) the current user and their devices', operationId: 'deleteMe', security: SIGNED_IN, response: { 200: OkMessage, ...errorResponses(401, 429) } }
   }, async (request) => {
     const viewer = requireViewer(request)
     const target = await userService.findUser(ctx.database.db, viewer.id)
@@ -76,6 +86,7 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
         tags,
         summary: 'Older form: a signed policy to upload an avatar to upload_url (multipart: file, key, policy, signature, acl, success_action_status)',
         operationId: method === 'PATCH' ? 'avatarPolicy' : 'avatarPolicyPost',
+        security: SIGNED_IN,
         body: Type.Optional(Type.Object({ filename: Type.Optional(Type.String({ maxLength: 255 })) })),
         response: { 200: AvatarPolicy, ...errorResponses(401, 422, 429) }
       },

@@ -5,7 +5,7 @@ import { baseUrl, errorResponses } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { mergedParams } from './params.js'
 
-const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) })
+const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: 'the reset code of the e-mail' }) })
 const unknownCode = () => errors.notFound('PasswordReset', 'token')
 
 /** Contract: password reset in four steps (and GET for step 2, as real clients use it). */

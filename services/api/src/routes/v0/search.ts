@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, search } from '@esp/domain'
-import { baseUrl, errorResponses, rawQuery, setPaginationHeaders } from '@esp/http'
+import { baseUrl, errorResponses, pageParams, rawQuery, setPaginationHeaders } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 /** Contract: Search result objects. Tags, devices and users matching every word of `q` as a prefix. */
@@ -12,7 +12,7 @@ export async function searchRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       tags: ['search'],
       summary: 'Search devices, users and tags (q is required; paginated; ranked)',
       operationId: 'search',
-      querystring: Type.Object({ q: Type.Optional(Type.String()), page: Type.Optional(Type.String()), per_page: Type.Optional(Type.String()) }, { additionalProperties: true }),
+      querystring: Type.Object({ q: Type.Optional(Type.String({ description: 'required: words, each matched as a prefix' })), ...pageParams }, { additionalProperties: true }),
       response: { 200: Type.Array(Type.Object({ id: Type.Integer(), type: Type.String() }, { additionalProperties: true })), ...errorResponses(400, 429) }
     }
   }, async (request, reply) => {

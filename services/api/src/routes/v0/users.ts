@@ -1,15 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, isAdmin, OkMessage, presentUser, User, UserBody, userService } from '@esp/domain'
-import { baseUrl, errorResponses, rawQuery, requireViewer, setPaginationHeaders } from '@esp/http'
+import { baseUrl, errorResponses, listQuery, rawQuery, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { renderUser, renderUsers } from './user-view.js'
 
-const IdOrUsername = Type.Object({ id_or_username: Type.String({ minLength: 1, maxLength: 100 }) })
-const ListQuery = Type.Object({
-  page: Type.Optional(Type.String()),
-  per_page: Type.Optional(Type.String())
-}, { additionalProperties: true })
+const IdOrUsername = Type.Object({ id_or_username: Type.String({ minLength: 1, maxLength: 100, description: 'user id, or username' }) })
+const ListQuery = listQuery(userService.userFilters)
 
 /** Contract: Users. Registration, lists with filters, profiles, admin role changes. */
 export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
@@ -64,6 +61,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
         tags,
         summary: 'Update a user (the user or an admin; only admins change role)',
         operationId: method === 'PATCH' ? 'updateUser' : 'replaceUser',
+        security: SIGNED_IN,
         params: IdOrUsername,
         body: UserBody,
         response: { 200: Type.Ref('User'), ...errorResponses(400, 401, 403, 404, 422, 429) }
@@ -73,7 +71,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
   }
 
   app.delete('/users/:id_or_username', {
-    schema: { tags, summary: 'Delete (archive) a user and their devices (the user or an admin)', operationId: 'deleteUser', params: IdOrUsername, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } }
+    schema: { tags, summary: 'Delete (archive) a user and their devices (the user or an admin)', operationId: 'deleteUser', security: SIGNED_IN, params: IdOrUsername, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } }
   }, async (request) => {
     const viewer = requireViewer(request)
     const target = await userService.findUser(ctx.database.db, request.params.id_or_username)

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { assertCanWrite, errors, findDeviceAccess, ingestReadings } from '@esp/domain'
-import { errorResponses } from '@esp/http'
+import { documentedAs, errorResponses, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
 const Stored = Type.Object({
@@ -11,6 +11,14 @@ const Stored = Type.Object({
   url: Type.Null(),
   stored: Type.Integer({ description: 'new readings written' }),
   duplicates: Type.Integer({ description: 'readings already stored for that sensor and time (first write wins)' })
+})
+
+const Reading = Type.Object({
+  recorded_at: Type.String({ format: 'date-time', description: 'YYYY-MM-DDTHH:MM:SSZ, milliseconds allowed' }),
+  sensors: Type.Array(Type.Object({
+    id: Type.Union([Type.Integer(), Type.String()], { description: "a sensor id, or a key of the device's kit" }),
+    value: Type.Union([Type.Number(), Type.String()], { description: 'a number, or a numeric string' })
+  }, { required: ['id', 'value'] }))
 })
 
 /**
@@ -24,9 +32,11 @@ export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteC
       tags: ['readings'],
       summary: 'Post readings (owner or admin): {data: [{recorded_at, sensors: [{id (sensor id or kit key), value}]}]}',
       operationId: 'postReadings',
-      params: Type.Object({ device_id: Type.String({ maxLength: 20 }) }),
+      security: SIGNED_IN,
+      params: Type.Object({ device_id: recordIdParam('device', 20) }),
       body: Type.Object({
-        data: Type.Optional(Type.Array(Type.Unknown(), { description: 'readings; checked item by item so every bad one is named' }))
+        // Checked item by item by the domain, so that every bad one is named: Ajv takes any item.
+        data: Type.Optional(documentedAs(Type.Array(Type.Unknown()), Type.Array(Reading, { description: 'required: readings, each checked so that every bad one is named' })))
       }, { additionalProperties: true }),
       response: { 200: Stored, ...errorResponses(400, 401, 403, 404, 413, 422, 429) }
     }

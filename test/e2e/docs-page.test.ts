@@ -1,0 +1,68 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { chromium } from 'playwright-core'
+import t from 'tap'
+import { createTestDatabase } from '@esp/db/testing'
+import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+
+// Debian's chromium (.ci/run installs it); a browser is never downloaded.
+const CHROMIUM = '/usr/bin/chromium'
+
+t.test('the /docs page: Authorize with a token from POST /sessions, then GET /v0/me from the page', async (t) => {
+  if (!existsSync(CHROMIUM)) {
+    t.fail(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`)
+    return
+  }
+  const { url } = await createTestDatabase(t)
+  const platform = startProcess(t, 'scripts/start.ts', { PORT: '0', MQTT_PORT: '0', DATABASE_URL: url, DATA_DIR: tempDataDir(t) })
+  const base = (await platform.waitFor(HTTP_LINE))[1] ?? ''
+
+  const username = `docs${process.pid}`
+  const password = 'a long password'
+  const signup = await fetch(`${base}/v0/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, email: `${username}@example.org`, password }) })
+  t.equal(signup.status, 201)
+  const session = await fetch(`${base}/v0/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }) })
+  const { access_token: token } = await session.json() as { access_token: string }
+  t.type(token, 'string')
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run']
+  })
+  t.teardown(async () => { await browser.close() })
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } })
+  const requests: string[] = []
+  page.on('request', (request) => { requests.push(request.url()) })
+  await page.goto(`${base}/docs/`)
+
+  // Authorize: the bearer scheme of the modal takes the token.
+  await page.locator('.auth-wrapper button.authorize').click()
+  const bearerScheme = page.locator('.modal-ux .auth-container').filter({ has: page.locator('h4 code', { hasText: /^bearer$/ }) })
+  await bearerScheme.locator('#auth-bearer-value').fill(token)
+  await bearerScheme.locator('button.authorize').click()
+  await bearerScheme.locator('button', { hasText: 'Logout' }).waitFor()
+  await bearerScheme.locator('button.btn-done').click()
+
+  // GET /v0/me: Try it out, Execute.
+  const me = page.locator('#operations-users-getMe')
+  await me.locator('.opblock-summary').first().click()
+  await me.getByRole('button', { name: 'Try it out' }).click()
+  await me.getByRole('button', { name: 'Execute' }).click()
+  // The server's answer, as the page shows it (the table's first row is its header).
+  const answer = me.locator('.live-responses-table tr.response')
+  await answer.waitFor()
+  t.equal((await answer.locator('.response-col_status').innerText()).trim(), '200', 'the page shows a 200')
+  t.match(await answer.locator('.response-col_description').innerText(), `"username": "${username}"`, "and the user's username")
+  t.match(await me.locator('.curl-command').innerText(), `Authorization: Bearer ${token.slice(0, 20)}`, 'sent with the token of Authorize')
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'esp-docs-page-'))
+  t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
+  // ESP_DOCS_SCREENSHOT=<file.png> keeps the picture, to look at the page as a person sees it.
+  const shot = process.env.ESP_DOCS_SCREENSHOT ?? path.join(dir, 'docs-page.png')
+  await me.scrollIntoViewIfNeeded()
+  await page.screenshot({ path: shot, fullPage: false })
+  t.ok(existsSync(shot), 'a screenshot of the page')
+
+  t.same(requests.filter((r) => !r.startsWith(base)), [], 'the page loads nothing from elsewhere')
+})
