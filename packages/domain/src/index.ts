@@ -21,7 +21,7 @@ export { presentDevice, presentDevices, loadRelations, canManage, type DeviceVie
 export { Device, DeviceBody } from './devices/device-schemas.js'
 export { WorldMap, type MapBody } from './devices/world-map.js'
 export { UploadStore, detectImageType, signUploadPolicy, verifyUploadPolicy, type UploadPolicy } from './storage/uploads.js'
-export { deviceIdParam, findActiveDevice, findDeviceAccess, findDevicesByToken, findDeviceByMac, assertCanWrite, assertCanSee, canSee, ownsOrAdmin, visibleTo, type DeviceAccess } from './devices/device-access.js'
+export { deviceIdParam, findActiveDevice, findDeviceAccess, findDevicesByToken, findDeviceByMac, assertCanWrite, assertCanSee, canSee, ownsOrAdmin, visibleTo, visibleToSql, type DeviceAccess } from './devices/device-access.js'
 export type { DeviceRow } from './devices/device-view.js'
 export { parseRollup, bucketStart, nextBucket, countBuckets, bucketStartsBetween, rollupSql, type Rollup, type RollupUnit } from './readings/rollup.js'
 export { parseTimeParam, parseRecordedAt } from './readings/time-params.js'

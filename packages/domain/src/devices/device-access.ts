@@ -29,6 +29,17 @@ export function visibleTo (viewer: Viewer | null): SQL | undefined {
   return viewer === null ? eq(devices.isPrivate, false) : or(eq(devices.isPrivate, false), eq(devices.ownerId, viewer.id))
 }
 
+type SqlFragment = ReturnType<Sql>
+
+/**
+ * The rule as a condition of a postgres.js statement over a devices row aliased `d` (search, and
+ * other hand-written SQL that does not go through Drizzle).
+ */
+export function visibleToSql (sql: Sql, viewer: Viewer | null): SqlFragment {
+  if (isAdmin(viewer)) return sql`true`
+  return viewer === null ? sql`not d.is_private` : sql`(not d.is_private or d.owner_id = ${viewer.id})`
+}
+
 /** The rule for one device already loaded. */
 export const canSee = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId' | 'isPrivate'>): boolean => !device.isPrivate || ownsOrAdmin(viewer, device)
 

@@ -6,6 +6,7 @@ import { isAdmin, type Viewer } from '../auth/viewer.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp, type Clock } from '../time.js'
 import { systemTags } from './device-state.js'
+import { canSee } from './device-access.js'
 import { hardwareOf } from './device-view.js'
 
 const gzipAsync = promisify(gzip)
@@ -99,7 +100,7 @@ export class WorldMap {
     const key = isAdmin(viewer) ? 'admin' : String(viewer.id)
     const cached = built.viewerBodies.get(key)
     if (cached !== undefined) return cached
-    const own = built.privateEntries.filter((e) => isAdmin(viewer) || e.ownerId === viewer.id)
+    const own = built.privateEntries.filter((e) => canSee(viewer, e))
     if (own.length === 0) return built.body
     const inner = built.body.json.slice(1, -1)
     const body = new MapBody(`[${inner}${inner === '' ? '' : ','}${own.map((e) => e.json).join(',')}]`, built.body.count + own.length)

@@ -1,6 +1,7 @@
 import type { Sql } from '@esp/db'
 import { errors } from '../errors.js'
-import { isAdmin, type Viewer } from '../auth/viewer.js'
+import type { Viewer } from '../auth/viewer.js'
+import { visibleToSql } from '../devices/device-access.js'
 import { countryName } from '../geo/country.js'
 import { pictureUrl } from '../users/user-presenter.js'
 
@@ -40,8 +41,7 @@ export async function search (sql: Sql, q: string | undefined, page: { page: num
   if (text.length > MAX_QUERY) throw errors.badRequest(`q must be at most ${MAX_QUERY} characters`, { q: [`is too long (maximum is ${MAX_QUERY} characters)`] })
   const query = prefixQuery(text)
   if (query === null) return { total: 0, items: [] }
-  const admin = isAdmin(viewer)
-  const viewerId = viewer?.id ?? -1
+  const visible = visibleToSql(sql, viewer)
   const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
   const rows = await sql<Hit[]>`
     with q as (select to_tsquery('simple', esp_fold(${query})) as query),
@@ -54,7 +54,7 @@ export async function search (sql: Sql, q: string | undefined, page: { page: num
              d.city, d.country_code, null
       from devices d join users u on u.id = d.owner_id, q
       where esp_search_document(d.name, d.description, d.city) @@ q.query and d.archived_at is null
-        and (${admin} or not d.is_private or d.owner_id = ${viewerId})
+        and ${visible}
       union all
       select 'User', 1, ts_rank(esp_search_document(u.username, u.city, null), q.query), u.id, u.username, null, null, null,
              u.city, u.country_code, u.profile_picture
@@ -64,7 +64,7 @@ export async function search (sql: Sql, q: string | undefined, page: { page: num
     select kind, id, name, description, owner_id, owner_username, city, country_code, picture, count(*) over ()::int as total
     from hits order by priority, rank desc, kind, id
     limit ${page.perPage} offset ${(page.page - 1) * page.perPage}`
-  const total = rows[0]?.total ?? (page.page === 1 ? 0 : await countAll(sql, query, like, admin, viewerId))
+  const total = rows[0]?.total ?? (page.page === 1 ? 0 : await countAll(sql, query, like, visible))
   const items = rows.map((r) => {
     const country = countryName(r.country_code)
     if (r.kind === 'Tag') return { id: r.id, type: 'Tag', name: r.name, description: r.description, url: `${baseUrl}/v0/devices?with_tags=${encodeURIComponent(r.name ?? '')}` }
@@ -78,12 +78,12 @@ export async function search (sql: Sql, q: string | undefined, page: { page: num
 }
 
 /** The total when the page is past the end (no row carries the window count). */
-async function countAll (sql: Sql, query: string, like: string, admin: boolean, viewerId: number): Promise<number> {
+async function countAll (sql: Sql, query: string, like: string, visible: ReturnType<typeof visibleToSql>): Promise<number> {
   const [row] = await sql<Array<{ n: number }>>`
     with q as (select to_tsquery('simple', esp_fold(${query})) as query)
     select (select least(count(*), 5) from tags t where t.name ilike ${like})
       + (select count(*) from devices d, q where esp_search_document(d.name, d.description, d.city) @@ q.query and d.archived_at is null
-           and (${admin} or not d.is_private or d.owner_id = ${viewerId}))
+           and ${visible})
       + (select count(*) from users u, q where esp_search_document(u.username, u.city, null) @@ q.query and u.archived_at is null) as n`
   return Number(row?.n ?? 0)
 }

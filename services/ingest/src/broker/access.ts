@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { ApiError, type AuthThrottle, authenticateToken, ownsOrAdmin, safeEqual, type TokenSigner, type Viewer } from '@esp/domain'
+import { ApiError, type AuthThrottle, authenticateToken, canSee, ownsOrAdmin, safeEqual, type TokenSigner, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -139,7 +139,7 @@ export function installAccess (broker: {
     deps.sql<{ owner_id: number, is_private: boolean }[]>`
       select owner_id, is_private from devices where id = ${scope.deviceId} and archived_at is null`.then(([device]) => {
       if (device === undefined) { deny(); return }
-      if (device.is_private && !ownsOrAdmin(viewer, { ownerId: device.owner_id })) { deny(); return }
+      if (!canSee(viewer, { ownerId: device.owner_id, isPrivate: device.is_private })) { deny(); return }
       callback(null, subscription)
     }, (err: unknown) => { callback(err instanceof Error ? err : new Error('subscription failed')) })
   }
