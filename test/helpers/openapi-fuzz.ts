@@ -45,11 +45,17 @@ export interface FuzzRequest {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-function resolve (doc: Record<string, unknown>, value: unknown): unknown {
-  if (!isRecord(value) || typeof value.$ref !== 'string') return value
-  let node: unknown = doc
-  for (const part of value.$ref.replace(/^#\//, '').split('/')) node = isRecord(node) ? node[part] : undefined
-  return node
+/** The value with its $refs replaced by what they point at, to a bounded depth (schemas may be recursive). */
+function resolve (doc: Record<string, unknown>, value: unknown, depth = 0): unknown {
+  if (depth > 8) return {}
+  if (Array.isArray(value)) return value.map((v) => resolve(doc, v, depth + 1))
+  if (!isRecord(value)) return value
+  if (typeof value.$ref === 'string') {
+    let node: unknown = doc
+    for (const part of value.$ref.replace(/^#\//, '').split('/')) node = isRecord(node) ? node[part] : undefined
+    return resolve(doc, node, depth + 1)
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(doc, v, depth + 1)]))
 }
 
 /** Every operation of the document, with $refs of parameters and bodies resolved. */
@@ -160,6 +166,17 @@ function multipartOf (fields: Record<string, unknown>, boundary: string, end = t
 const formOf = (fields: Record<string, unknown>): string =>
   Object.entries(fields).map(([k, v]) => `${pct(k)}=${pct(typeof v === 'string' ? v : JSON.stringify(v) ?? '')}`).join('&')
 
+const csvOf = (fields: Record<string, unknown>): string =>
+  `recorded_at,${Object.keys(fields).join(',')}\n2026-11-25T10:00:00Z,${Object.values(fields).map((v) => JSON.stringify(v)).join(',')}\n`
+
+/** The body as the declared media type carries it; JSON text for any type this does not know. */
+function encode (mediaType: string, fields: Record<string, unknown>, json: string, boundary: string): string {
+  if (mediaType.startsWith('multipart/')) return multipartOf(fields, boundary)
+  if (mediaType === 'application/x-www-form-urlencoded') return formOf(fields)
+  if (mediaType === 'text/csv') return csvOf(fields)
+  return json
+}
+
 interface Body { headers: Record<string, string>, body: string | Buffer, label: string }
 
 /** A body in every way a client can get one wrong: declared media types, others, malformed, huge. */
@@ -171,15 +188,16 @@ export function bodyFor (op: Operation, fixtures: string[], bodyLimit: number): 
     const text = JSON.stringify(value) ?? 'null'
     const boundary = '----fuzz7MA4YWxkTrZu0gW'
     return fc.constantFrom<Body>(
-      { headers: { 'content-type': mediaType.includes('json') ? mediaType : json }, body: text, label: `${mediaType.includes('json') ? mediaType : json} from schema` },
+      { headers: { 'content-type': mediaType.startsWith('multipart/') ? `${mediaType}; boundary=${boundary}` : mediaType }, body: encode(mediaType, fields, text, boundary), label: `${mediaType} from schema` },
+      { headers: { 'content-type': json }, body: text, label: 'JSON from schema' },
       { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: formOf(fields), label: 'form' },
       { headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body: multipartOf(fields, boundary), label: 'multipart' },
       { headers: { 'content-type': 'multipart/form-data' }, body: multipartOf(fields, boundary), label: 'multipart without boundary' },
       { headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body: multipartOf(fields, boundary, false), label: 'unterminated multipart' },
       { headers: { 'content-type': `multipart/form-data; boundary=${'b'.repeat(300)}` }, body: multipartOf(fields, 'b'.repeat(300)), label: 'multipart with a 300-character boundary' },
       { headers: { 'content-type': 'multipart/form-data; boundary=zzz' }, body: multipartOf(fields, boundary), label: 'multipart with the wrong boundary' },
-      { headers: { 'content-type': mediaType }, body: text.replace(/:(\s*)(-?\d+|null|true|false|"[^"]*")/, ':$11e309'), label: 'JSON with 1e309' },
-      { headers: { 'content-type': mediaType }, body: text.replace(/:(\s*)(-?\d+|null|true|false|"[^"]*")/, ':$199999999999999999999999'), label: 'JSON with a 24-digit number' }
+      { headers: { 'content-type': json }, body: text.replace(/:(\s*)(-?\d+|null|true|false|"[^"]*")/, ':$11e309'), label: 'JSON with 1e309' },
+      { headers: { 'content-type': json }, body: text.replace(/:(\s*)(-?\d+|null|true|false|"[^"]*")/, ':$199999999999999999999999'), label: 'JSON with a 24-digit number' }
     )
   }))
   const keys = [...new Set(declared.flatMap((d) => Object.keys(d.schema.properties ?? {})))]
