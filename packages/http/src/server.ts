@@ -10,7 +10,7 @@ import multipart from '@fastify/multipart'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
-import { errors } from '@esp/domain'
+import { errors, textProblem } from '@esp/domain'
 import { ErrorBody } from './error-body.js'
 import { clientErrorHandler, errorHandlerPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './error-handler.js'
 import { authPlugin, type AuthOptions } from './auth-plugin.js'
@@ -107,9 +107,13 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })
   await app.register(representationPlugin)
   app.addHook('preValidation', async (request) => {
-    // PostgreSQL text cannot hold NUL; refused here, it is a clear 400 instead of a failed query.
-    if (request.url.includes('%00') || containsNul(request.params) || containsNul(request.body)) {
-      throw errors.badRequest('Parameters must not contain NUL characters')
+    // PostgreSQL cannot hold NUL, and jsonb not a lone surrogate (a job's payload, free JSON):
+    // refused here, it is a clear 400 instead of a failed query wherever the text ends up.
+    if (request.url.includes('%00')) throw errors.badRequest('Parameters must not contain NUL characters')
+    const found = unstorableText(request.params) ?? unstorableText(request.body)
+    if (found !== null) {
+      const field = found.path.length === 0 ? 'base' : found.path.join('.')
+      throw errors.badRequest(`Parameters ${found.problem}`, { [field]: [found.problem] })
     }
     // A POST without a body (parameters in the query, or multipart read by the handler) is an empty
     // object to the body schema, not a type error.
@@ -141,19 +145,37 @@ function drainOnClose (app: FastifyInstance): void {
   app.addHook('onClose', async () => { clearInterval(draining) })
 }
 
+// One cheap test a string; textProblem only names what it found. NUL is what it looks for:
+// eslint-disable-next-line no-control-regex
+const SUSPECT_TEXT = /[\u0000\ud800-\udfff]/
+const textIssue = (text: string): string | null => SUSPECT_TEXT.test(text) ? textProblem(text) : null
+
+interface TextIssue { path: string[], problem: string }
+
 // Plain loops: this walks every posted body, a batch of readings included, and entries() made an
-// array per object.
-function containsNul (value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (depth > 32 || value === null || typeof value !== 'object') return false
+// array per object. The path is built only on the way back from a find. Deeper free JSON is
+// checked whole by freeJsonProblem where it is kept.
+function unstorableText (value: unknown, depth = 0): TextIssue | null {
+  if (typeof value === 'string') {
+    const problem = textIssue(value)
+    return problem === null ? null : { path: [], problem }
+  }
+  if (depth > 32 || value === null || typeof value !== 'object') return null
   if (Array.isArray(value)) {
-    for (const item of value) if (containsNul(item, depth + 1)) return true
-    return false
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorableText(value[i], depth + 1)
+      if (found !== null) { found.path.unshift(String(i)); return found }
+    }
+    return null
   }
   for (const key in value) {
-    if (Object.hasOwn(value, key) && (key.includes('\u0000') || containsNul((value as Record<string, unknown>)[key], depth + 1))) return true
+    if (!Object.hasOwn(value, key)) continue
+    const problem = textIssue(key)
+    if (problem !== null) return { path: [], problem: `${problem} (in a key)` }
+    const found = unstorableText((value as Record<string, unknown>)[key], depth + 1)
+    if (found !== null) { found.path.unshift(key); return found }
   }
-  return false
+  return null
 }
 
 /** The absolute base URL for links in responses (root links, Link headers, uploads). */

@@ -105,7 +105,15 @@ t.test('free JSON: too deep or not well-formed is a 4xx, never a 500', async (t)
   }
   t.same(await state(), before, 'nothing was written')
   const shallow = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: '{"meta":{"a":"\\ud800"}}' })
-  t.match(shallow.json(), { id: 'unprocessable_entity', errors: { meta: [/lone surrogate/] } }, 'the field is named')
+  t.match(shallow.json(), { id: 'bad_request', errors: { 'meta.a': [/lone surrogate/] } }, 'the field is named')
+  // Text jsonb cannot hold is refused before any route runs, wherever it would have been kept: a
+  // password reset's job payload, for one.
+  const jobs = async () => (await database.sql`select count(*)::int as n from pgboss.job`)[0]?.n
+  const queued = await jobs()
+  const reset = await app.inject({ method: 'POST', url: '/v0/password_resets', headers: json, payload: '{"email_or_username":"\\ud800"}' })
+  t.equal(reset.statusCode, 400, 'a lone surrogate in a reset request is a 400')
+  t.match(reset.json(), { id: 'bad_request', errors: { email_or_username: [/lone surrogate/] } })
+  t.equal(await jobs(), queued, 'no job was queued')
   const deepOne = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: `{"meta":${deep(5000)}}` })
   t.match(deepOne.json(), { id: 'unprocessable_entity', errors: { meta: [/nested too deeply/] } })
   const atLimit = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: `{"meta":${deep(64)}}` })

@@ -13,7 +13,8 @@ export const FREE_JSON_MAX_DEPTH = 64
 // refuses both ("\ud800" escapes); lib ES2023 has no String.prototype.isWellFormed to type it.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
-function stringProblem (text: string): string | null {
+/** Why PostgreSQL cannot take `text` as text or jsonb (NUL, a lone surrogate), or null. */
+export function textProblem (text: string): string | null {
   // jsonb cannot hold U+0000 at all
   if (text.includes('\u0000')) return 'must not contain NUL characters'
   if (LONE_SURROGATE.test(text)) return 'must be well-formed Unicode (it holds a lone surrogate)'
@@ -29,7 +30,7 @@ export function freeJsonProblem (value: unknown, maxDepth = FREE_JSON_MAX_DEPTH)
   while (stack.length > 0) {
     const [item, depth] = stack.pop() as [unknown, number]
     if (typeof item === 'string') {
-      const problem = stringProblem(item)
+      const problem = textProblem(item)
       if (problem !== null) return problem
       continue
     }
@@ -41,7 +42,7 @@ export function freeJsonProblem (value: unknown, maxDepth = FREE_JSON_MAX_DEPTH)
     }
     for (const key in item) {
       if (!Object.hasOwn(item, key)) continue
-      const problem = stringProblem(key)
+      const problem = textProblem(key)
       if (problem !== null) return problem
       stack.push([(item as Record<string, unknown>)[key], depth + 1])
     }
