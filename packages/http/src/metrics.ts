@@ -122,6 +122,7 @@ export const metricsPlugin = fp(async (app: FastifyInstance, options: MetricsOpt
 /** GET /metrics; registered after the pressure plugin, which exempts it (it shows the pressure). */
 export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsOptions, 'token'>): Promise<void> {
   const metrics = app.metrics
+  const throttle = app.hasDecorator('authThrottle') ? app.authThrottle : undefined
   app.get(METRICS_PATH, {
     // The Bearer here is the metrics token, not a user's access token.
     config: { rateLimit: false, authenticate: false },
@@ -129,12 +130,20 @@ export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsO
       tags: ['health'],
       summary: 'Prometheus metrics of this process',
       operationId: 'metrics',
-      produces: ['text/plain'],
-      response: { 200: Type.String(), ...errorResponses(401) }
+      // METRICS_TOKEN, when set, as a bearer token
+      security: [{}, { bearer: [] }],
+      response: {
+        200: { description: 'the Prometheus text format', content: { 'text/plain': { schema: Type.String() } } },
+        ...errorResponses(401, 429)
+      }
     }
   }, async (request, reply) => {
-    if (options.token !== undefined && !safeEqual(request.headers.authorization ?? '', `Bearer ${options.token}`)) {
-      return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
+    const token = options.token
+    if (token !== undefined) {
+      // A wrong metrics token counts like any failed credential, where the service checks them.
+      const check = async (): Promise<true | null> => safeEqual(request.headers.authorization ?? '', `Bearer ${token}`) ? true : null
+      const valid = throttle === undefined ? await check() : await throttle.gate(request.ip).verifyToken(check)
+      if (valid === null) return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
     }
     const text = await metrics.scrape()
     return reply.type(metrics.registry.contentType).send(text)

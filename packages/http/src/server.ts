@@ -101,7 +101,6 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   // Measured and turned away before anything else runs (authentication already queries the pool).
   await app.register(metricsPlugin, options.metrics ?? {})
   if (options.pressure !== undefined) await app.register(pressurePlugin, options.pressure)
-  await app.register(metricsRoute, { token: options.metrics?.token })
   await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
   await app.register(formbody, { bodyLimit: options.bodyLimit })
   await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })
@@ -125,6 +124,8 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(swagger, openapiOptions(options.title))
   await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
   await app.register(healthRoutes, { ready: options.ready })
+  // After the OpenAPI plugin, which documents only the routes registered after it.
+  await app.register(metricsRoute, { token: options.metrics?.token })
   return app
 }
 

@@ -84,3 +84,17 @@ t.test('without METRICS_TOKEN /metrics is open (a private network or the proxy g
   t.match(res.body, /# TYPE esp_http_requests_total counter/)
   t.match(res.body, /# TYPE esp_readings_stored_total counter/)
 })
+
+t.test('guessing the metrics token is throttled like any credential', async (t) => {
+  const { app } = await buildTestServer(t, async () => {}, (database) => ({
+    auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: systemClock, throttle: { accountFailures: 3, addressFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxLockoutSeconds: 60 } },
+    metrics: { token: METRICS_TOKEN }
+  }))
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await app.inject({ url: '/metrics', headers: bearer(`guess-${i}`) })).statusCode)
+  t.same(statuses, [401, 401, 401, 429, 429], 'three wrong tokens, then the address is locked')
+  const right = await app.inject({ url: '/metrics', headers: bearer(METRICS_TOKEN) })
+  t.equal(right.statusCode, 429, 'the right token is refused while locked: guessing gains nothing')
+  t.ok(Number(right.headers['retry-after']) > 0, 'Retry-After says when to come back')
+  t.match(right.json(), { id: String, message: String, errors: null, url: null })
+})

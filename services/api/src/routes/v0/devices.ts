@@ -86,7 +86,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       summary: 'One device, with the latest value of each sensor',
       operationId: 'getDevice',
       params: Id,
-      response: { 200: Type.Ref('Device'), ...errorResponses(401, 403, 404, 429) }
+      response: { 200: Type.Ref('Device'), ...errorResponses(401, 404, 429) }
     }
   }, async (request) => {
     const row = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, request.viewer)

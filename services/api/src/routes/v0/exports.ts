@@ -108,7 +108,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       }),
       response: {
         200: { description: 'every reading of the range, streamed', content: { 'text/csv': { schema: csvFile }, 'application/x-ndjson': { schema: ndjsonFile } } },
-        ...errorResponses(400, 403, 404, 429, 503)
+        ...errorResponses(400, 404, 429, 503)
       }
     }
   }, async (request, reply) => {

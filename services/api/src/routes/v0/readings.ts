@@ -42,7 +42,7 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
       operationId: 'getReadings',
       params: Type.Object({ device_id: recordIdParam('device', 20) }),
       querystring: Query,
-      response: { 200: History, ...errorResponses(400, 401, 403, 404, 429) }
+      response: { 200: History, ...errorResponses(400, 401, 404, 429) }
     }
   }, async (request, reply) => {
     const deviceId = parseDeviceId(request.params.device_id)
