@@ -20,14 +20,16 @@ export interface Started {
 
 /**
  * Runs an entry point of the repository as a real process: a TypeScript one as `pnpm start` does,
- * a built one (`dist/….js`, after `pnpm build`) with plain node, as in production.
+ * a built one (`dist/….js`, after `pnpm build`) with plain node, as in production. `detached`
+ * gives it a process group of its own, as a shell gives a foreground job (its pid is the group's id).
  */
-export function startProcess (t: Tap, entry: string, env: Record<string, string | undefined>): Started {
+export function startProcess (t: Tap, entry: string, env: Record<string, string | undefined>, options: { detached?: boolean } = {}): Started {
   const loader = entry.endsWith('.js') ? [] : ['--conditions=@esp/source', '--import', 'tsx']
   const child = spawn(process.execPath, [...loader, entry], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false
   })
   let text = ''
   const listeners = new Set<() => void>()

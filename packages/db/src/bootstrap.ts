@@ -26,7 +26,7 @@ export async function openPlatformDatabase (options: PlatformDatabaseOptions): P
   if (url === undefined) {
     const dataDir = path.resolve(options.dataDir)
     options.log?.(`starting the embedded PostgreSQL in ${path.join(dataDir, 'pg')}`)
-    embedded = await startEmbeddedPostgres({ dataDir })
+    embedded = await startEmbeddedPostgres({ dataDir, notice: options.log })
     url = embedded.url
   }
   try {

