@@ -134,7 +134,7 @@ type Responses = Record<string, unknown>
 function commonStatuses (route: RouteOptions): number[] {
   const config: { authenticate?: boolean, rateLimit?: unknown } = route.config ?? {}
   const methods = [route.method].flat()
-  // The NUL check, malformed query strings and bodies: any route.
+  // The NUL check, malformed query strings and bodies: every route.
   const statuses = [400, 500]
   if (config.authenticate !== false) statuses.push(401)
   if (config.rateLimit !== false) statuses.push(429)
