@@ -25,6 +25,11 @@ export function createDatabase (url: string, options: DatabaseOptions = {}): Dat
   const sql = postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
+    // After the database comes back, a connection is tried again within half a second: the
+    // driver's own back-off grows to 20 s, and HTTP stayed unavailable that long after an outage.
+    backoff: (retries: number) => Math.min(0.5, 0.01 * 2 ** retries) * (0.5 + Math.random() / 2),
+    // A server that does not answer at all (a failover, a lost network) fails the attempt in 5 s, not 30.
+    connect_timeout: 5,
     // UTC sessions: raw timestamptz text then always ends in +00 (see pgDate).
     connection: { application_name: options.applicationName ?? 'esp', TimeZone: 'UTC' },
     // count(*) and other int8 results come back as numbers: they stay far below 2^53.

@@ -21,6 +21,8 @@ export interface EmbeddedPostgresOptions {
   log?: (line: string) => void
   /** lines for the operator: an orphaned server stopped, no watchdog available */
   notice?: ((message: string) => void) | undefined
+  /** a port of its own choosing (tests restart a server where its clients expect it); a free one otherwise */
+  port?: number
 }
 
 export interface EmbeddedServer {
@@ -55,7 +57,7 @@ export async function startEmbeddedPostgres (options: EmbeddedPostgresOptions): 
     options.log?.(message)
   }
   const isRoot = process.getuid?.() === 0
-  const port = await freePort()
+  const port = options.port ?? await freePort()
   let postmaster: Postmaster
   try {
     if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(clusterDir, secrets.password, isRoot, onLog)

@@ -94,6 +94,9 @@ export const errors = {
     }),
   serviceUnavailable: (message: string) =>
     new ApiError({ code: 'ESP_SERVICE_UNAVAILABLE', id: 'service_unavailable', statusCode: 503, message }),
+  /** the database cannot be reached: worth retrying soon, the reason says why */
+  databaseUnavailable: (reason: string) =>
+    new ApiError({ code: 'ESP_DATABASE_UNAVAILABLE', id: 'service_unavailable', statusCode: 503, message: `Service Unavailable: ${reason}, retry in 1 second`, headers: { 'retry-after': '1' } }),
   internal: () =>
     new ApiError({ code: 'ESP_INTERNAL', id: 'internal_server_error', statusCode: 500, message: 'Internal Server Error' })
 }

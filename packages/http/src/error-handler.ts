@@ -2,6 +2,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { databaseUnavailableReason } from '@esp/db'
 import { ApiError, errors, type FieldErrors, idForStatus } from '@esp/domain'
 import type { ErrorBodyType } from './error-body.js'
 
@@ -52,6 +53,9 @@ function toApiError (error: FastifyError): ApiError {
     default:
       break
   }
+  // The database went away under the request: a 503 to retry, not a 500 (the gate answers the next ones).
+  const unavailable = databaseUnavailableReason(error)
+  if (unavailable !== null) return errors.databaseUnavailable(unavailable)
   const status = error.statusCode ?? 500
   if (status >= 400 && status < 500) {
     return new ApiError({ code: error.code ?? 'ESP_CLIENT_ERROR', id: idForStatus(status), statusCode: status, message: error.message })
@@ -71,7 +75,9 @@ export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
 export const errorHandlerPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error)
-    if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+    // A 503 is a state the platform knows (the database went away), not a defect: a warning.
+    if (apiError.statusCode === 503) request.log.warn({ err: { code: apiError.code, message: apiError.message } }, 'request refused')
+    else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.debug({ err: { code: apiError.code, message: apiError.message } }, 'request rejected')
     return sendError(reply, apiError)
   })

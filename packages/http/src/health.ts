@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
+import { databaseUnavailableReason } from '@esp/db'
 import { errors } from '@esp/domain'
 import { errorResponses } from './error-body.js'
 import { sendError } from './error-handler.js'
@@ -10,6 +11,7 @@ export interface ReadinessCheck {
 }
 
 const Status = Type.Object({ status: Type.String() })
+const READY_DEADLINE_MS = 2000
 
 export async function healthRoutes (app: FastifyInstance, options: { ready: ReadinessCheck }): Promise<void> {
   const common = { tags: ['health'], hide: false }
@@ -24,10 +26,20 @@ export async function healthRoutes (app: FastifyInstance, options: { ready: Read
     schema: { ...common, summary: 'The database is reachable and migrated', operationId: 'healthReady', response: { 200: Status, ...errorResponses(503) } }
   }, async (_request, reply) => {
     let problem: string | null
+    let timer: NodeJS.Timeout | undefined
     try {
-      problem = await options.ready()
+      // A probe must be answered, not left waiting on a connection attempt.
+      const late = new Promise<string>((resolve) => { timer = setTimeout(() => { resolve(`the database did not answer within ${READY_DEADLINE_MS} ms`) }, READY_DEADLINE_MS) })
+      problem = await Promise.race([options.ready(), late])
     } catch (err) {
-      problem = `database unreachable: ${err instanceof Error ? err.message : String(err)}`
+      const unavailable = databaseUnavailableReason(err)
+      if (unavailable !== null) {
+        if (app.hasDecorator('databaseHealth')) app.databaseHealth.note(err)
+        return sendError(reply, errors.databaseUnavailable(unavailable))
+      }
+      problem = `the readiness check failed: ${err instanceof Error ? err.message : String(err)}`
+    } finally {
+      clearTimeout(timer)
     }
     if (problem !== null) return sendError(reply, errors.serviceUnavailable(problem))
     return { status: 'ready' }

@@ -17,3 +17,4 @@ export { createMetrics, metricsPlugin, metricsRoute, processApplicationName, MET
 // Services define their own series through the same prom-client as the shared registry.
 export { Counter, Gauge, Histogram } from 'prom-client'
 export { pressurePlugin, poolProbe, PRESSURE_EXEMPT, type PressureOptions } from './pressure.js'
+export { DatabaseHealth, databaseGatePlugin, type DatabaseHealthOptions } from './database-health.js'

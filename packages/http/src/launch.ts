@@ -6,6 +6,7 @@ import { migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@e
 import { listenWithFallback } from './listen.js'
 import { processApplicationName } from './metrics.js'
 import { buildServer, DOCS_PATH } from './server.js'
+import { DatabaseHealth } from './database-health.js'
 import { detectVersion } from './version.js'
 import { jwtSecret } from './secrets.js'
 import { systemClock } from '@esp/domain'
@@ -54,6 +55,9 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
     log: (message) => { if (config.LOG_LEVEL !== 'silent') console.log(message) }
   })
   let app: FastifyInstance | undefined
+  // Logged through the server's logger once there is one; the first change can only come later.
+  let log: ((available: boolean, reason: string) => void) | undefined
+  const databaseHealth = new DatabaseHealth(database.sql, { onChange: (available, reason) => { log?.(available, reason) } })
   try {
     const secret = await jwtSecret(config)
     app = await buildServer({
@@ -87,11 +91,17 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
         retryAfterSeconds: config.PRESSURE_RETRY_AFTER_SECONDS,
         sql: database.sql
       },
+      databaseHealth,
       ready: async () => {
         const status = await migrationStatus(database.sql)
         return status.applied >= status.expected ? null : `database not migrated: ${status.applied} of ${status.expected} migrations applied`
       }
     })
+    const serverLog = app.log
+    log = (available, reason) => {
+      if (available) serverLog.info({ reason }, 'the database is available again')
+      else serverLog.warn({ reason }, 'the database is unavailable: requests get 503 until it is back')
+    }
     await options.register(app, database, { ...options, secret })
     const server = app
     const { port, fellBack } = await listenWithFallback(async (p) => {

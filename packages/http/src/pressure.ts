@@ -6,6 +6,7 @@ import type { Sql } from '@esp/db'
 import { ApiError } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { METRICS_PATH } from './metrics.js'
+import type { DatabaseHealth } from './database-health.js'
 
 export interface PressureOptions {
   /** mean event-loop delay over a sample that turns requests away; 0 turns the check off */
@@ -17,6 +18,8 @@ export interface PressureOptions {
   sql?: Sql | undefined
   /** how often the event loop is sampled and the pool probed (1000 ms unless a test needs it faster) */
   sampleIntervalMs?: number
+  /** an unavailable database is its business (a true 503 at once), not a saturated pool */
+  health?: DatabaseHealth | undefined
 }
 
 /** Routes that answer under pressure: a liveness probe that failed would get the process killed,
@@ -28,15 +31,18 @@ export const PRESSURE_EXEMPT = new Set(['/health/live', METRICS_PATH])
  * one probe is out at once, so a saturated pool is not fed more probes; one that has not come
  * back by the deadline counts as saturated until it does.
  */
-export function poolProbe (sql: Sql, maxWaitMs: number): { healthy: () => Promise<boolean>, lastSeconds: () => number } {
+export function poolProbe (sql: Sql, maxWaitMs: number, health?: DatabaseHealth): { healthy: () => Promise<boolean>, lastSeconds: () => number } {
   let pending: Promise<number> | undefined
   let last = 0
   return {
     lastSeconds: () => last,
     healthy: async () => {
+      if (health !== undefined && !health.available) return true
       if (pending === undefined) {
         const started = performance.now()
-        pending = sql`select 1`.then(() => (performance.now() - started) / 1000, () => Number.POSITIVE_INFINITY)
+        // A failed probe on an unreachable database turns it over to the health (which says so);
+        // any other failure counts as saturation.
+        pending = sql`select 1`.then(() => (performance.now() - started) / 1000, (err: unknown) => health?.note(err) === true ? 0 : Number.POSITIVE_INFINITY)
           .then((seconds) => { last = seconds; return seconds })
           .finally(() => { pending = undefined })
       }
@@ -46,7 +52,7 @@ export function poolProbe (sql: Sql, maxWaitMs: number): { healthy: () => Promis
       const seconds = await Promise.race([probe, deadline])
       clearTimeout(timer)
       if (!Number.isFinite(seconds)) last = Math.max(last, maxWaitMs / 1000)
-      return seconds * 1000 <= maxWaitMs
+      return seconds * 1000 <= maxWaitMs || (health !== undefined && !health.available)
     }
   }
 }
@@ -65,7 +71,7 @@ const REASONS: Record<string, string> = {
  * shape, instead of queueing without bound behind the ones already in flight.
  */
 export const pressurePlugin = fp(async (app: FastifyInstance, options: PressureOptions) => {
-  const probe = options.sql !== undefined && options.maxDbWaitMs > 0 ? poolProbe(options.sql, options.maxDbWaitMs) : undefined
+  const probe = options.sql !== undefined && options.maxDbWaitMs > 0 ? poolProbe(options.sql, options.maxDbWaitMs, options.health) : undefined
   if (probe !== undefined && app.hasDecorator('metrics')) {
     new Gauge({ name: 'esp_db_pool_probe_seconds', help: 'Time the last pressure probe query took to get a pool connection and answer', registers: [app.metrics.registry], collect () { this.set(probe.lastSeconds()) } })
   }

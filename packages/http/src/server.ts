@@ -21,6 +21,7 @@ import { loggerOptions } from './logger.js'
 import { metricsPlugin, metricsRoute, type MetricsOptions } from './metrics.js'
 import { openapiOptions } from './openapi.js'
 import { pressurePlugin, type PressureOptions } from './pressure.js'
+import { databaseGatePlugin, type DatabaseHealth } from './database-health.js'
 import { representationPlugin } from './representation.js'
 import { createUrlRewriter } from './versioning.js'
 
@@ -55,6 +56,8 @@ export interface ServerOptions extends HttpSettings {
   metrics?: MetricsOptions
   /** backpressure thresholds; without them requests are never turned away */
   pressure?: PressureOptions
+  /** the process's view of its database: while it is unavailable, requests get 503 at once */
+  databaseHealth?: DatabaseHealth
 }
 
 export const DOCS_PATH = '/docs'
@@ -100,7 +103,8 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(errorHandlerPlugin)
   // Measured and turned away before anything else runs (authentication already queries the pool).
   await app.register(metricsPlugin, options.metrics ?? {})
-  if (options.pressure !== undefined) await app.register(pressurePlugin, options.pressure)
+  if (options.databaseHealth !== undefined) await app.register(databaseGatePlugin, { health: options.databaseHealth, docsPath: DOCS_PATH })
+  if (options.pressure !== undefined) await app.register(pressurePlugin, { ...options.pressure, health: options.databaseHealth })
   await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
   await app.register(formbody, { bodyLimit: options.bodyLimit })
   await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })

@@ -1,0 +1,109 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { databaseUnavailableReason, type Sql } from '@esp/db'
+import { errors } from '@esp/domain'
+import { sendError } from './error-handler.js'
+import { PRESSURE_EXEMPT } from './pressure.js'
+
+export interface DatabaseHealthOptions {
+  /** pause between probes while the database is unavailable */
+  probeIntervalMs?: number
+  /** how long one probe may take before it counts as failed */
+  probeTimeoutMs?: number
+  /** told when the database goes away and when it is back (logs, metrics) */
+  onChange?: (available: boolean, reason: string) => void
+}
+
+/**
+ * The process's one view of its database. A failure that says the database is unreachable (noted
+ * by whoever met it: a request, the broker, the readiness check) marks it unavailable; callers are
+ * then refused at once (HTTP 503, MQTT CONNACK 3, no PUBACK) instead of each waiting on a
+ * connection attempt, and a probe through the pool (one at a time, every probeIntervalMs) marks it
+ * available again as soon as a query succeeds there.
+ */
+export class DatabaseHealth {
+  private down: { since: number, reason: string } | null = null
+  private timer: NodeJS.Timeout | undefined
+  private closed = false
+  private readonly probeIntervalMs: number
+  private readonly probeTimeoutMs: number
+
+  constructor (private readonly sql: Sql, private readonly options: DatabaseHealthOptions = {}) {
+    this.probeIntervalMs = options.probeIntervalMs ?? 100
+    this.probeTimeoutMs = options.probeTimeoutMs ?? 2000
+  }
+
+  get available (): boolean { return this.down === null }
+
+  /** why the database is unavailable, or null */
+  get reason (): string | null { return this.down?.reason ?? null }
+
+  /** Takes note of an error; true when it says the database is unavailable. */
+  note (err: unknown): boolean {
+    const reason = databaseUnavailableReason(err)
+    if (reason === null) return false
+    if (this.down === null && !this.closed) {
+      this.down = { since: Date.now(), reason }
+      this.options.onChange?.(false, this.down.reason)
+      this.schedule(0)
+    }
+    return true
+  }
+
+  close (): void {
+    this.closed = true
+    clearTimeout(this.timer)
+  }
+
+  private schedule (delayMs: number): void {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => { void this.probe() }, delayMs)
+    this.timer.unref()
+  }
+
+  private async probe (): Promise<void> {
+    if (this.closed || this.down === null) return
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => { reject(Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' })) }, this.probeTimeoutMs)
+    })
+    try {
+      await Promise.race([this.sql`select 1`, late])
+      if (this.down !== null) {
+        const downFor = Date.now() - this.down.since
+        this.down = null
+        this.options.onChange?.(true, `back after ${downFor} ms`)
+      }
+    } catch (err) {
+      if (this.down !== null) this.down.reason = databaseUnavailableReason(err) ?? this.down.reason
+      this.schedule(this.probeIntervalMs)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    databaseHealth: DatabaseHealth
+  }
+}
+
+/** Routes that never touch the database answer during an outage too. */
+const needsDatabase = (path: string, docsPath: string): boolean => !PRESSURE_EXEMPT.has(path) && path !== docsPath && !path.startsWith(`${docsPath}/`)
+
+/**
+ * While the database is unavailable every request that needs it is answered at once with 503,
+ * Retry-After and the reason, in the one error shape; /health/ready among them. Any request that
+ * fails on an unavailable database (the error handler answers it the same way) tells the health.
+ */
+export const databaseGatePlugin = fp(async (app: FastifyInstance, options: { health: DatabaseHealth, docsPath: string }) => {
+  const { health } = options
+  app.decorate('databaseHealth', health)
+  app.addHook('onRequest', async (request, reply) => {
+    if (health.available || !needsDatabase(request.routeOptions.url ?? request.url, options.docsPath)) return
+    return sendError(reply, errors.databaseUnavailable(health.reason ?? 'the database is unavailable'))
+  })
+  app.addHook('onError', async (_request, _reply, error) => { health.note(error) })
+  app.addHook('onClose', async () => { health.close() })
+}, { name: 'esp-database-gate' })
