@@ -1,6 +1,8 @@
 import t from 'tap'
-import { pgDate } from '@esp/db'
+import { type Database, pgDate } from '@esp/db'
+import { createTestDatabase } from '@esp/db/testing'
 import { buildApi, signUp, TEST_JWT_SECRET } from '../helpers/api.js'
+import { connectMqtt, type Publisher, publishReadings } from '../helpers/mqtt.js'
 import { makeDevice } from '../helpers/platform.js'
 import { HTTP_LINE, startProcess } from '../helpers/process.js'
 
@@ -114,4 +116,117 @@ t.test('SIGTERM during api load: requests in flight are answered in full, then t
   t.equal(await api.exited, 0)
   t.match(api.output(), /"msg":"closed"/)
   t.ok(answeredAfterSignal > 0, 'requests in flight at SIGTERM were answered')
+})
+
+/** The `MQTT  mqtt://…` line; group 1 is the broker's URL. */
+const MQTT_LINE = /MQTT\s+(mqtt:\/\/\S+)/
+const KITS = 8
+/** PUBLISHes each kit keeps in flight, so several are being stored at any moment */
+const WINDOW = 10
+/** a bound a loaded two-core machine keeps; the figures measured are printed as comments */
+const EXIT_BOUND_MS = 3000
+
+/** Kits (devices) of one owner whose tokens are the MQTT client ids, as the firmware connects. */
+async function fleet (database: Database, prefix: string): Promise<{ token: string, id: number }[]> {
+  const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email) values (${`fleet${prefix}`}, ${`fleet${prefix}@example.org`}) returning id`
+  const tokens = Array.from({ length: KITS }, (_, i) => `${prefix}${i.toString(16).padStart(6 - prefix.length, '0')}`)
+  return await database.sql<{ token: string, id: number }[]>`
+    insert into devices (owner_id, name, device_token, state)
+    select ${owner?.id ?? 0}, 'kit ' || token, token, 'never_published' from unnest(${tokens}::text[]) as token
+    returning device_token as token, id`
+}
+
+async function storedTimes (database: Database, device: number): Promise<string[]> {
+  const rows = await database.sql<{ at: Date }[]>`select recorded_at as at from readings where device_id = ${device} order by recorded_at`
+  return rows.map((row) => pgDate(row.at).toISOString().replace('.000', ''))
+}
+
+for (const { entry, signal, prefix } of [
+  { entry: 'scripts/start.ts', signal: 'SIGTERM', prefix: 'a' },
+  { entry: 'services/ingest/src/main.ts', signal: 'SIGTERM', prefix: 'b' },
+  // Ctrl+C: SIGINT to the process group, as a terminal sends it to its foreground job.
+  { entry: 'scripts/start.ts', signal: 'Ctrl+C', prefix: 'c' }
+] as const) {
+  t.test(`${signal} to ${entry} while kits publish over MQTT: stored equals acknowledged, and it exits 0 quickly`, async (t) => {
+    const database = await createTestDatabase(t)
+    const kits = await fleet(database, prefix)
+    const platform = startProcess(t, entry, {
+      PORT: '0', MQTT_PORT: '0', DATABASE_URL: database.url, JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'info'
+    }, { detached: signal === 'Ctrl+C' })
+    const send = (): void => {
+      if (signal === 'SIGTERM') { platform.child.kill('SIGTERM'); return }
+      const group = platform.child.pid
+      if (group === undefined) throw new Error('no pid')
+      process.kill(-group, 'SIGINT')
+    }
+    const url = (await platform.waitFor(MQTT_LINE))[1] ?? ''
+    const clients = await Promise.all(kits.map(async ({ token }) => await connectMqtt(t, url, { clientId: token })))
+
+    const publishers: Publisher[] = []
+    let acks = 0
+    let signalledAt: number | undefined
+    let acksAfterSignal = 0
+    const signalled = new Promise<void>((resolve) => {
+      const onAck = (): void => {
+        acks++
+        if (signalledAt !== undefined) acksAfterSignal++
+        // Mid-stream: every kit has WINDOW messages in flight when the signal goes out.
+        else if (acks >= 400) {
+          signalledAt = Date.now()
+          send()
+          resolve()
+        }
+      }
+      publishers.push(...clients.map((client, i) => publishReadings(client, kits[i]?.token ?? '', { window: WINDOW, start: Date.UTC(2026, 0, 1), onAck })))
+    })
+    await signalled
+    const code = await platform.exited
+    const exitMs = Date.now() - (signalledAt ?? 0)
+    await Promise.all(publishers.map(async (p) => { await p.closed }))
+
+    t.equal(code, 0, 'the process exits 0 after draining')
+    t.match(platform.output(), /"msg":"closed"/, 'the shutdown ran to its end')
+    t.ok(acksAfterSignal > 0, 'PUBLISHes in flight at the signal were acknowledged after it')
+    let acked = 0
+    let stored = 0
+    for (const [i, kit] of kits.entries()) {
+      const times = await storedTimes(database, kit.id)
+      const acknowledged = publishers[i]?.acked ?? []
+      acked += acknowledged.length
+      stored += times.length
+      const ackedSet = new Set(acknowledged)
+      const storedSet = new Set(times)
+      t.same(acknowledged.filter((at) => !storedSet.has(at)), [], `kit ${i}: every acknowledged message is stored`)
+      // The key promise: no PUBLISH was committed and then left without its PUBACK by the close.
+      t.same(times.filter((at) => !ackedSet.has(at)), [], `kit ${i}: every stored message was acknowledged`)
+    }
+    t.ok(exitMs < EXIT_BOUND_MS * 2, `exit within ${EXIT_BOUND_MS * 2} ms under load`)
+    t.comment(`${entry} ${signal} under load: exit ${exitMs} ms after the signal; ${acked} acknowledged, ${stored} stored, ${acksAfterSignal} acknowledged after the signal, ${publishers.reduce((n, p) => n + p.sent(), 0)} sent`)
+  })
+}
+
+t.test('SIGTERM to pnpm start with idle MQTT clients (TCP and WebSocket): exits 0 within the bound', async (t) => {
+  const database = await createTestDatabase(t)
+  const kits = await fleet(database, 'd')
+  const platform = startProcess(t, 'scripts/start.ts', {
+    PORT: '0', MQTT_PORT: '0', DATABASE_URL: database.url, JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'info'
+  })
+  const url = (await platform.waitFor(MQTT_LINE))[1] ?? ''
+  const base = (await platform.waitFor(HTTP_LINE))[1] ?? ''
+  const clients = await Promise.all(kits.map(async ({ token }, i) =>
+    await connectMqtt(t, i % 2 === 0 ? url : `${base.replace('http', 'ws')}/mqtt`, { clientId: token })))
+  // Each kit sent one reading and has its PUBACK: nothing is pending at the signal.
+  await Promise.all(clients.map(async (client, i) => {
+    await client.publishAsync(`device/sck/${kits[i]?.token ?? ''}/readings`, JSON.stringify({ data: [{ recorded_at: '2026-01-01T00:00:00Z', sensors: [{ id: 55, value: i }] }] }), { qos: 1 })
+  }))
+  const closed = Promise.all(clients.map(async (client) => await new Promise<void>((resolve) => { client.once('close', () => { resolve() }) })))
+  const signalledAt = Date.now()
+  platform.child.kill('SIGTERM')
+  const code = await platform.exited
+  const exitMs = Date.now() - signalledAt
+  await closed
+  t.equal(code, 0)
+  t.match(platform.output(), /"msg":"closed"/)
+  t.ok(exitMs < EXIT_BOUND_MS, `exit within ${EXIT_BOUND_MS} ms when nothing is pending`)
+  t.comment(`idle: exit ${exitMs} ms after SIGTERM with ${KITS} connected clients (half over WebSocket)`)
 })

@@ -38,3 +38,39 @@ export async function subscribeGranted (client: MqttClient, topic: string): Prom
     throw err
   }
 }
+
+/** A device publishing readings at QoS 1 without pause, until the broker closes its connection. */
+export interface Publisher {
+  /** the recorded_at of every message the broker acknowledged (PUBACK) */
+  acked: string[]
+  /** messages published so far */
+  sent: () => number
+  /** resolves once the connection is closed */
+  closed: Promise<void>
+}
+
+/**
+ * Keeps `window` QoS 1 readings in flight on the client's own device topic: each PUBACK sends the
+ * next one. Message m is one reading of sensor 55 at `start` + m minutes, so what is stored can be
+ * matched to what was acknowledged.
+ */
+export function publishReadings (client: MqttClient, token: string, options: { window: number, start: number, onAck?: () => void }): Publisher {
+  const acked: string[] = []
+  let sent = 0
+  let open = true
+  const closed = new Promise<void>((resolve) => { client.once('close', () => { open = false; resolve() }) })
+  const next = (): void => {
+    if (!open) return
+    const m = sent++
+    const at = new Date(options.start + m * 60_000).toISOString().replace('.000', '')
+    const payload = JSON.stringify({ data: [{ recorded_at: at, sensors: [{ id: 55, value: m }] }] })
+    client.publish(`device/sck/${token}/readings`, payload, { qos: 1 }, (err) => {
+      if (err !== undefined && err !== null) return
+      acked.push(at)
+      options.onAck?.()
+      next()
+    })
+  }
+  for (let i = 0; i < options.window; i++) next()
+  return { acked, sent: () => sent, closed }
+}

@@ -6,6 +6,7 @@ import { createWebSocketStream, WebSocketServer } from 'ws'
 import { listenWithFallback } from '@esp/http'
 import { type AccessDeps, installAccess } from './access.js'
 import type { SubscriberIndex } from './live-feed.js'
+import { brokerShutdown } from './shutdown.js'
 
 export interface MqttListenOptions {
   host: string
@@ -54,7 +55,8 @@ export const brokerPlugin = fp(async (app: FastifyInstance, options: BrokerPlugi
   broker.on('clientError', (_client, err) => { log.debug({ err }, 'mqtt client error') })
   broker.on('connectionError', (_client, err) => { log.debug({ err }, 'mqtt connection error') })
 
-  const tcp = net.createServer(broker.handle)
+  const shutdown = brokerShutdown(broker, { drain: async () => { await options.access.messages.ingest.drain() } })
+  const tcp = net.createServer((socket) => { shutdown.handle(socket) })
   const websockets = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 })
   app.server.on('upgrade', (request, socket, head) => {
     const path = (request.url ?? '').split('?')[0]
@@ -62,7 +64,7 @@ export const brokerPlugin = fp(async (app: FastifyInstance, options: BrokerPlugi
     websockets.handleUpgrade(request, socket, head, (ws) => {
       const stream = createWebSocketStream(ws)
       stream.on('error', () => { ws.terminate() })
-      broker.handle(stream as unknown as net.Socket, request)
+      shutdown.handle(stream, request)
     })
   })
   app.decorate('broker', broker)
@@ -84,15 +86,21 @@ export const brokerPlugin = fp(async (app: FastifyInstance, options: BrokerPlugi
     })
   }
 
-  app.addHook('onClose', async () => {
-    // No new connections; then what devices sent is committed (and acknowledged where the
-    // socket is still open) before the pools close.
+  // The stop begins with the server's close, beside the HTTP side's: the HTTP listener's close
+  // waits for the WebSocket connections, which only the broker's stop ends. It is awaited in
+  // onClose, before the pools close, so every PUBLISH taken is committed and acknowledged first.
+  let stopped: Promise<void> | undefined
+  const stop = async (): Promise<void> => {
     if (tcp.listening) tcp.close()
-    for (const ws of websockets.clients) ws.terminate()
     websockets.close()
-    await options.access.messages.ingest.drain()
-    await new Promise<void>((resolve) => { broker.close(() => { resolve() }) })
+    await shutdown.stop()
+  }
+  app.addHook('preClose', async () => {
+    stopped = stop()
+    // Marked handled now; onClose awaits it and sees a failure.
+    stopped.catch(() => {})
   })
+  app.addHook('onClose', async () => { await (stopped ?? stop()) })
 }, { name: 'esp-broker' })
 
 /** The launcher's line for the MQTT address. */
