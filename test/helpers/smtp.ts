@@ -10,9 +10,9 @@ function decodeQuotedPrintable (body: string): string {
 }
 
 /** A real SMTP server (smtp-server) on a free port that keeps every message it receives. */
-export async function startSmtp (t: Tap): Promise<{ url: string, received: Received[], waitFor: (count: number) => Promise<Received[]> }> {
+export async function startSmtp (t: Tap): Promise<{ url: string, received: Received[], waitFor: (count: number) => Promise<Received[]>, stop: () => Promise<void>, start: () => Promise<void> }> {
   const received: Received[] = []
-  const server = new SMTPServer({
+  const newServer = (): SMTPServer => new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     onData (stream, session, callback) {
@@ -33,9 +33,21 @@ export async function startSmtp (t: Tap): Promise<{ url: string, received: Recei
       })
     }
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.close(() => { resolve() }) }))
+  let server: SMTPServer | undefined = newServer()
+  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve))
   const port = (server.server.address() as { port: number }).port
+  // Stopped and started again on the same port, as a mail server going away and coming back.
+  const stop = async (): Promise<void> => {
+    const running = server
+    server = undefined
+    if (running !== undefined) await new Promise<void>((resolve) => { running.close(() => { resolve() }) })
+  }
+  const start = async (): Promise<void> => {
+    const next = newServer()
+    await new Promise<void>((resolve) => next.listen(port, '127.0.0.1', resolve))
+    server = next
+  }
+  t.teardown(stop)
   const waitFor = async (count: number): Promise<Received[]> => {
     for (let i = 0; i < 200; i++) {
       if (received.length >= count) return received
@@ -43,5 +55,5 @@ export async function startSmtp (t: Tap): Promise<{ url: string, received: Recei
     }
     throw new Error(`expected ${count} messages at the SMTP server, got ${received.length}`)
   }
-  return { url: `smtp://127.0.0.1:${port}`, received, waitFor }
+  return { url: `smtp://127.0.0.1:${port}`, received, waitFor, stop, start }
 }

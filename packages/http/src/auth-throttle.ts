@@ -1,6 +1,7 @@
 import { once } from 'node:events'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { type Admission, MemoryThrottleStore, type Outcome, type ThrottleKey, type ThrottlePolicy, type ThrottleStore } from '@esp/domain'
+import { sharedStateRedis } from './redis.js'
 
 // Each counted key owns four Redis keys: failures in the window, checks in flight, the lock, and
 // the back-off level. KEYS holds them in that order, four per counted key. ARGV: reserve (1/0),
@@ -125,17 +126,7 @@ export interface ThrottleStoreHandle {
 export async function createThrottleStore (options: { redisUrl: string | undefined, now: () => number, warn: (err: unknown) => void }): Promise<ThrottleStoreHandle> {
   const memory = new MemoryThrottleStore(options.now)
   if (options.redisUrl === undefined) return { store: memory, close: async () => {} }
-  // No offline queue and a short timeout: while Redis is away a login falls back at once rather
-  // than waiting for it.
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 500 })
-  let lastWarned = 0
-  const warn = (err: unknown): void => {
-    // Once a minute at most: during an outage every credential check fails over.
-    if (Date.now() - lastWarned < 60_000) return
-    lastWarned = Date.now()
-    options.warn(err)
-  }
-  redis.on('error', warn)
+  const { redis, warn } = sharedStateRedis(options.redisUrl, options.warn)
   // Counted in memory until the first connection is up; a start is not held up by an outage.
   await Promise.race([once(redis, 'ready'), new Promise((resolve) => setTimeout(resolve, 2000).unref())]).catch(() => undefined)
   return {

@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { Redis } from 'ioredis'
+import { sharedStateRedis } from './redis.js'
 import { errors, isPrivileged } from '@esp/domain'
 
 export interface RateLimitOptions {
@@ -15,7 +15,9 @@ export interface RateLimitOptions {
  * admins not at all. Runs after authentication, which resolves who is calling.
  */
 export const rateLimitPlugin = fp(async (app: FastifyInstance, options: RateLimitOptions) => {
-  const redis = options.redisUrl === undefined ? undefined : new Redis(options.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false, enableOfflineQueue: true })
+  const redis = options.redisUrl === undefined
+    ? undefined
+    : sharedStateRedis(options.redisUrl, (err) => { app.log.warn({ err }, 'Redis is unavailable: rate limits are not counted until it is back') }).redis
   if (redis !== undefined) app.addHook('onClose', async () => { await redis.quit().catch(() => undefined) })
   await app.register(rateLimit, {
     global: true,

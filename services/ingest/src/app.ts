@@ -71,7 +71,8 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
     ingest: new MessageIngest(ingest),
     now: clock,
     stats,
-    maxPayloadBytes: deps.maxPayloadBytes ?? 5 * 1024 * 1024
+    maxPayloadBytes: deps.maxPayloadBytes ?? 5 * 1024 * 1024,
+    health: app.hasDecorator('databaseHealth') ? app.databaseHealth : undefined
   }
   app.decorate('mqttIngest', messages.ingest)
   const external = deps.externalBroker

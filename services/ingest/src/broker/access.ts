@@ -98,7 +98,8 @@ export function installAccess (broker: {
         done(refusal('not authorized: too many failed attempts, retry later', 5), false)
         return
       }
-      deps.log.error({ err }, 'mqtt authentication failed')
+      if (deps.messages.health?.note(err) === true) deps.log.warn({ err: { message: deps.messages.health.reason } }, 'mqtt connect refused: the database is unavailable')
+      else deps.log.error({ err }, 'mqtt authentication failed')
       done(refusal('server unavailable', 3), false)
     })
   }

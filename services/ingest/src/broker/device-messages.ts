@@ -31,6 +31,8 @@ export interface DeviceMessageDeps {
   stats: MqttStats
   /** JSON readings payloads larger than this are refused (raw ones are bounded by the firmware) */
   maxPayloadBytes: number
+  /** the process's view of its database (DatabaseHealth in @esp/http), where the server has one */
+  health?: { readonly available: boolean, readonly reason: string | null, note: (err: unknown) => boolean } | undefined
 }
 
 type Parsed = { data: unknown } | { empty: true } | { error: string }
@@ -68,8 +70,14 @@ function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: num
  * database fails, so the caller withholds the acknowledgement.
  */
 export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: DeviceTopic, payload: Buffer): Promise<void> {
-  const { stats, log } = deps
+  const { stats, log, health } = deps
   stats.messages++
+  // While the database is known to be away nothing is tried: the message is refused at once (no
+  // PUBACK), rather than each one waiting on a connection attempt.
+  if (health !== undefined && !health.available) {
+    stats.failed++
+    throw new Error(health.reason ?? 'the database is unavailable')
+  }
   let result: MessageResult
   try {
     if (topic.kind === 'inventory') result = await storeInventory(deps.sql, payload, deps.now())
@@ -98,6 +106,7 @@ export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: Devic
     }
   } catch (err) {
     stats.failed++
+    health?.note(err)
     throw err
   }
   if (result === 'rejected') {
