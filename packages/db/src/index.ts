@@ -6,7 +6,7 @@ export { migrateDatabase, migrationStatus, expectedMigrationCount, migrationsFol
 export { seedCatalogue } from './seed.js'
 export { freePort, portIsFree } from './free-port.js'
 export { copyOut, type CopyOut } from './copy-out.js'
-export { PgCode, pgError, isPgCode, isDatabaseUnavailable, databaseUnavailableReason } from './pg-errors.js'
+export { PgCode, pgError, isPgCode, isDatabaseUnavailable, databaseUnavailableReason, databaseUnavailability, type Unavailability } from './pg-errors.js'
 export { defaultKitId } from './seed/catalogue-data.js'
 export { openPlatformDatabase, type PlatformDatabase, type PlatformDatabaseOptions } from './bootstrap.js'
 export * from './timeseries/index.js'

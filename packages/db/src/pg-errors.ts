@@ -45,22 +45,38 @@ function describeUnavailable (code: string): string {
   return 'the connection to it was lost'
 }
 
+/** postgres.js names its own connection errors so; no other client of the process does. */
+const DRIVER_OWN_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'])
+
+export interface Unavailability {
+  reason: string
+  /**
+   * The error can only have come from the database: the server's own codes, the driver's own, an
+   * outbound connect, or a failed query. A bare ECONNRESET or EPIPE might also be a client that
+   * went away in the middle of its request, so it is confirmed before anything is concluded.
+   */
+  certain: boolean
+}
+
 /**
  * Why the database cannot serve, when the error says it cannot be reached or ended the session
  * rather than that a query was wrong: the driver's own codes (CONNECTION_CLOSED, CONNECT_TIMEOUT),
  * the socket's (ECONNREFUSED) and the server's when it stops, restarts or terminates sessions
  * (class 08, 57P01-57P03, 53300). Null for any other error.
  */
-export function databaseUnavailableReason (err: unknown): string | null {
+export function databaseUnavailability (err: unknown): Unavailability | null {
   let current: unknown = err
   for (let depth = 0; depth < 3 && current !== null && typeof current === 'object'; depth++) {
     const code = 'code' in current ? current.code : undefined
     if (typeof code === 'string' && (UNAVAILABLE_DRIVER_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code) || code.startsWith('08'))) {
-      return `the database is unavailable: ${describeUnavailable(code)}`
+      const syscall = 'syscall' in current ? current.syscall : undefined
+      const certain = !UNAVAILABLE_DRIVER_CODES.has(code) || DRIVER_OWN_CODES.has(code) || syscall === 'connect' || syscall === 'getaddrinfo' || 'query' in current
+      return { reason: `the database is unavailable: ${describeUnavailable(code)}`, certain }
     }
     current = 'cause' in current ? current.cause : undefined
   }
   return null
 }
 
-export const isDatabaseUnavailable = (err: unknown): boolean => databaseUnavailableReason(err) !== null
+export const databaseUnavailableReason = (err: unknown): string | null => databaseUnavailability(err)?.reason ?? null
+export const isDatabaseUnavailable = (err: unknown): boolean => databaseUnavailability(err) !== null

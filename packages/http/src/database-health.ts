@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { databaseUnavailableReason, type Sql } from '@esp/db'
+import { databaseUnavailability, databaseUnavailableReason, type Sql } from '@esp/db'
 import { errors } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
@@ -25,6 +25,7 @@ export class DatabaseHealth {
   private down: { since: number, reason: string } | null = null
   private timer: NodeJS.Timeout | undefined
   private closed = false
+  private confirming = false
   private readonly probeIntervalMs: number
   private readonly probeTimeoutMs: number
 
@@ -40,14 +41,45 @@ export class DatabaseHealth {
 
   /** Takes note of an error; true when it says the database is unavailable. */
   note (err: unknown): boolean {
-    const reason = databaseUnavailableReason(err)
-    if (reason === null) return false
+    const found = databaseUnavailability(err)
+    if (found === null) return false
     if (this.down === null && !this.closed) {
-      this.down = { since: Date.now(), reason }
-      this.options.onChange?.(false, this.down.reason)
-      this.schedule(0)
+      if (found.certain) this.markDown(found.reason)
+      else this.confirm(found.reason)
     }
     return true
+  }
+
+  private markDown (reason: string): void {
+    if (this.down !== null || this.closed) return
+    this.down = { since: Date.now(), reason }
+    this.options.onChange?.(false, reason)
+    this.schedule(0)
+  }
+
+  /** An error that may not be the database's (a client gone mid-request): one query decides. */
+  private confirm (reason: string): void {
+    if (this.confirming) return
+    this.confirming = true
+    void this.ask().then((err) => {
+      if (err !== null) this.markDown(databaseUnavailableReason(err) ?? reason)
+    }).finally(() => { this.confirming = false })
+  }
+
+  /** One `select 1` within probeTimeoutMs: null when it answered, else what it failed with. */
+  private async ask (): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => { reject(Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' })) }, this.probeTimeoutMs)
+    })
+    try {
+      await Promise.race([this.sql`select 1`, late])
+      return null
+    } catch (err) {
+      return err
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   close (): void {
@@ -63,22 +95,15 @@ export class DatabaseHealth {
 
   private async probe (): Promise<void> {
     if (this.closed || this.down === null) return
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => { reject(Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' })) }, this.probeTimeoutMs)
-    })
-    try {
-      await Promise.race([this.sql`select 1`, late])
-      if (this.down !== null) {
-        const downFor = Date.now() - this.down.since
-        this.down = null
-        this.options.onChange?.(true, `back after ${downFor} ms`)
-      }
-    } catch (err) {
-      if (this.down !== null) this.down.reason = databaseUnavailableReason(err) ?? this.down.reason
+    const err = await this.ask()
+    if (this.down === null) return
+    if (err === null) {
+      const downFor = Date.now() - this.down.since
+      this.down = null
+      this.options.onChange?.(true, `back after ${downFor} ms`)
+    } else {
+      this.down.reason = databaseUnavailableReason(err) ?? this.down.reason
       this.schedule(this.probeIntervalMs)
-    } finally {
-      clearTimeout(timer)
     }
   }
 }
