@@ -42,7 +42,11 @@ export const externalBrokerPlugin = fp(async (app: FastifyInstance, options: Ext
       clean: false,
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
-      resubscribe: true
+      // Subscribed again on every connect, below. mqtt.js's own resubscription skips a session the
+      // broker says it kept, and then its subscribe() skips topics it thinks it has: but Mosquitto
+      // 2.0 restores a persistent session after a restart without its shared subscriptions, so
+      // the instance would stay connected and receive nothing (test/e2e/broker-outage.test.ts).
+      resubscribe: false
     })
     client.handleMessage = (packet, done) => {
       lastMessageAt = Date.now()
@@ -57,6 +61,8 @@ export const externalBrokerPlugin = fp(async (app: FastifyInstance, options: Ext
       })
     }
     client.on('connect', () => {
+      // Every connect, whether or not the broker says it kept the session: subscribing again is
+      // harmless, and a lost subscription would be silent.
       client.subscribe(filters, { qos: 1 }, (err) => { if (err !== null && err !== undefined) log.error({ err }, 'mqtt subscription failed') })
     })
     client.on('error', (err) => { log.warn({ err }, 'mqtt broker connection error') })
