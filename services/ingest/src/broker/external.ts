@@ -46,7 +46,10 @@ export const externalBrokerPlugin = fp(async (app: FastifyInstance, options: Ext
       // broker says it kept, and then its subscribe() skips topics it thinks it has: but Mosquitto
       // 2.0 restores a persistent session after a restart without its shared subscriptions, so
       // the instance would stay connected and receive nothing (test/e2e/broker-outage.test.ts).
-      resubscribe: false
+      resubscribe: false,
+      // Live readings go out at QoS 0 through this client; while the broker is away they are
+      // dropped, not queued in memory for as long as the outage lasts.
+      queueQoSZero: false
     })
     client.handleMessage = (packet, done) => {
       lastMessageAt = Date.now()
