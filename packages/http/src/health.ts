@@ -17,6 +17,8 @@ export async function healthRoutes (app: FastifyInstance, options: { ready: Read
   const common = { tags: ['health'], hide: false }
   // Load balancers probe these constantly: they are never throttled.
   const config = { rateLimit: false as const }
+  // A probe's answer is of this moment and this process: no cache may keep it.
+  app.addHook('onRequest', async (_request, reply) => { reply.header('cache-control', 'no-store') })
   app.get('/health/live', {
     config,
     schema: { ...common, summary: 'The process is up', operationId: 'healthLive', response: { 200: Status } }

@@ -146,6 +146,6 @@ export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsO
       if (valid === null) return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
     }
     const text = await metrics.scrape()
-    return reply.type(metrics.registry.contentType).send(text)
+    return reply.type(metrics.registry.contentType).header('cache-control', 'no-store').send(text)
   })
 }

@@ -23,6 +23,7 @@ import { openapiOptions } from './openapi.js'
 import { pressurePlugin, type PressureOptions } from './pressure.js'
 import { databaseGatePlugin, type DatabaseHealth } from './database-health.js'
 import { representationPlugin } from './representation.js'
+import { httpCachePlugin } from './http-cache.js'
 import { createUrlRewriter } from './versioning.js'
 
 export interface HttpSettings {
@@ -128,6 +129,8 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(swagger, openapiOptions(options.title))
   await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
   await app.register(healthRoutes, { ready: options.ready })
+  // Its onSend hook runs after representation's, on the body as it is sent.
+  await app.register(httpCachePlugin)
   // After the OpenAPI plugin, which documents only the routes registered after it.
   await app.register(metricsRoute, { token: options.metrics?.token })
   return app

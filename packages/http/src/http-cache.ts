@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+
+/** How long a shared cache (a CDN, the proxy) may keep an anonymous answer: readings move every minute. */
+export const PUBLIC_MAX_AGE_SECONDS = 5
+
+/** True when an If-None-Match header names the entity tag (weak comparison, RFC 9110 §13.1.2). */
+export function etagMatches (ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false
+  const bare = etag.replace(/^W\//, '')
+  return ifNoneMatch.split(',').some((tag) => { const t = tag.trim(); return t === '*' || t.replace(/^W\//, '') === bare })
+}
+
+const credentialed = (request: FastifyRequest): boolean =>
+  request.viewer !== null || request.headers.authorization !== undefined || /[?&](access_token|bearer_token)=/.test(request.url)
+
+/**
+ * HTTP caching for reads (GET and HEAD answered 200): an entity tag of the body as sent, and 304
+ * Not Modified when the client already has it, so a dashboard polling an unchanged device gets
+ * headers only. Cache-Control lets shared caches keep an anonymous answer briefly (`Vary:
+ * Authorization`, so no cache hands it to a signed-in caller) and keeps every credentialed one
+ * private. A route that set its own ETag or Cache-Control (the world map, uploads, the root) keeps
+ * them. Registered last, so the tag is of the final body (pretty, JSON-P).
+ */
+export const httpCachePlugin = fp(async (app: FastifyInstance) => {
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return payload
+    const isPrivate = credentialed(request)
+    if (!reply.hasHeader('cache-control')) {
+      reply.header('cache-control', isPrivate ? 'private, max-age=0, must-revalidate' : `public, max-age=${PUBLIC_MAX_AGE_SECONDS}`)
+    }
+    if (!isPrivate) {
+      const vary = reply.getHeader('vary')
+      reply.header('vary', vary === undefined ? 'Authorization' : `${String(vary)}, Authorization`)
+    }
+    // Streams (exports, CSV) are not read twice to be tagged.
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload
+    let etag = reply.getHeader('etag')
+    if (etag === undefined) {
+      etag = `W/"${createHash('sha1').update(payload).digest('base64url')}"`
+      reply.header('etag', etag)
+    }
+    if (etagMatches(request.headers['if-none-match'], String(etag))) {
+      reply.code(304)
+      reply.removeHeader('content-type')
+      reply.removeHeader('content-length')
+      return ''
+    }
+    return payload
+  })
+}, { name: 'esp-http-cache' })
