@@ -1,4 +1,5 @@
-import { HTTP_LINE, startProcess, startScriptArgs } from '../helpers/process.js'
+import { readdirSync } from 'node:fs'
+import { HTTP_LINE, repoRoot, startProcess, startScriptArgs } from '../helpers/process.js'
 import type { BenchPlatform } from './setup.js'
 import { memoryOf, progress, round } from './stats.js'
 
@@ -19,28 +20,33 @@ export interface ChildPlatform {
   memory: () => { rss: number, peak: number }
   /** V8's heap in use and reserved, and memory outside it (Buffers), in MB, from its /metrics */
   heap: () => Promise<Heap>
+  /** with BENCH_HEAP_SNAPSHOTS=1, a heap snapshot (Heap.*.heapsnapshot in the repository's folder), written before this resolves */
+  snapshot: () => Promise<void>
   stop: () => Promise<void>
 }
 
 /**
  * `pnpm start` (api, ingest, exporter and the embedded broker in one process) as a process of its
  * own on the bench's database, so that its memory is the platform's alone and not the bench's.
- * It takes the bench's token. BENCH_NODE_OPTIONS is passed to it as NODE_OPTIONS (e.g.
- * --heapsnapshot-signal=SIGWINCH for heap snapshots while it runs; not SIGUSR2, which
- * close-with-grace takes as a request to stop).
+ * It takes the bench's token. BENCH_NODE_OPTIONS is passed to it as NODE_OPTIONS. With
+ * BENCH_HEAP_SNAPSHOTS=1 the cases take heap snapshots where they read memory (SIGWINCH: SIGUSR2,
+ * Node's usual one, is a request to stop for close-with-grace); writing one costs the process
+ * memory of its own, so the RSS figures of such a run are not the platform's.
  */
 export async function startAllInOne (p: BenchPlatform, env: Record<string, string> = {}): Promise<ChildPlatform> {
   const nodeArgs = startScriptArgs()
+  const snapshots = process.env.BENCH_HEAP_SNAPSHOTS === '1'
+  const nodeOptions = [process.env.BENCH_NODE_OPTIONS, snapshots ? '--heapsnapshot-signal=SIGWINCH' : undefined].filter((o) => o !== undefined && o !== '').join(' ')
   const stops: Array<() => unknown> = []
   const platform = startProcess({ teardown: (fn) => { stops.push(fn) } }, 'scripts/start.ts', {
-    PORT: '0', MQTT_PORT: '0', METRICS_TOKEN, DATABASE_URL: p.database.url, JWT_SECRET: p.jwtSecret, DATA_DIR: p.dataDir, LOG_LEVEL: 'warn', NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS, ...env
+    PORT: '0', MQTT_PORT: '0', METRICS_TOKEN, DATABASE_URL: p.database.url, JWT_SECRET: p.jwtSecret, DATA_DIR: p.dataDir, LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions === '' ? undefined : nodeOptions, ...env
   }, { nodeArgs })
   const stop = async (): Promise<void> => { for (const fn of stops) await fn() }
   try {
     const base = (await platform.waitFor(HTTP_LINE))[1] ?? ''
     const [, mqttHost, mqttPort] = await platform.waitFor(MQTT_LINE)
     const pid = platform.child.pid ?? 0
-    progress(`pnpm start is pid ${pid}${process.env.BENCH_NODE_OPTIONS === undefined ? '' : ` (NODE_OPTIONS=${process.env.BENCH_NODE_OPTIONS})`}`)
+    progress(`pnpm start is pid ${pid}${nodeOptions === '' ? '' : ` (NODE_OPTIONS=${nodeOptions})`}`)
     const exited = (): boolean => platform.child.exitCode !== null || platform.child.signalCode !== null
     return {
       base,
@@ -57,6 +63,15 @@ export async function startAllInOne (p: BenchPlatform, env: Record<string, strin
         const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
         const mb = (name: string): number => round(Number(new RegExp(`^esp_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / MB, 1)
         return { used: mb('nodejs_heap_size_used_bytes'), total: mb('nodejs_heap_size_total_bytes'), external: mb('nodejs_external_memory_bytes') }
+      },
+      snapshot: async () => {
+        if (!snapshots || exited()) return
+        const before = new Set(readdirSync(repoRoot).filter((f) => f.endsWith('.heapsnapshot')))
+        process.kill(pid, 'SIGWINCH')
+        // Written synchronously by the process; done when it answers again.
+        while (readdirSync(repoRoot).every((f) => !f.endsWith('.heapsnapshot') || before.has(f))) await new Promise((resolve) => setTimeout(resolve, 200))
+        await fetch(`${base}/health/live`)
+        progress(`heap snapshot written: ${readdirSync(repoRoot).filter((f) => f.endsWith('.heapsnapshot') && !before.has(f)).join(', ')}`)
       },
       stop
     }

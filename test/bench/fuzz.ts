@@ -30,7 +30,7 @@ const DEFAULT_SEED = 20261125
 const CONCURRENCY = 4
 
 /**
- * Case 7, memory under generated bad requests: the requests of test/fuzz/openapi.test.ts (the
+ * Case 6 under generated bad requests: the requests of test/fuzz/openapi.test.ts (the
  * same generator, seed and runs per operation, from the platform's own /docs/json) and its filter
  * sweep, sent over real sockets to `pnpm start` running as a process of its own, whose RSS is read
  * before, during and after. The test itself runs the platform in its own process and checks the
@@ -64,6 +64,7 @@ export async function benchFuzz (p: BenchPlatform, quick: boolean): Promise<Fuzz
     await new Promise((resolve) => setTimeout(resolve, quick ? 200 : 5000))
     const before = child.memory().rss
     const beforeHeap = await child.heap()
+    await child.snapshot()
     progress(`fuzz: ${requests.length} requests (${runs} runs of ${operations.length} operations, seed ${seed}), ${CONCURRENCY} at a time; RSS before ${before} MB, heap ${beforeHeap.used} of ${beforeHeap.total} MB`)
     const statuses: Record<string, number> = {}
     const t0 = performance.now()
@@ -88,6 +89,7 @@ export async function benchFuzz (p: BenchPlatform, quick: boolean): Promise<Fuzz
     await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000))
     const after = child.memory()
     const afterHeap = await child.heap()
+    await child.snapshot()
     const figures: FuzzFigures = {
       runs,
       seed,

@@ -130,7 +130,7 @@ if (results.soak !== undefined) {
 }
 if (results.fuzz !== undefined) {
   const f = results.fuzz
-  lines.push('## Memory under generated bad requests (case 7)', '',
+  lines.push('## Memory under generated bad requests (case 6)', '',
     `The requests of test/fuzz/openapi.test.ts (${f.runs} runs of each of ${f.operations} operations, seed ${f.seed}, and the filter sweep: ${f.requests} requests; \`FUZZ_LONG=1\` for 200 runs) over real sockets, four at a time, to \`pnpm start\` (node ${f.nodeArgs}) as a process of its own, rate limits lifted: ${f.seconds} s, answers ${Object.entries(f.statuses).sort().map(([k, v]) => `${k} ${v}`).join(', ')}.`, '',
     '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
     `| peak RSS (VmHWM) | ${f.peakRssMb} MB | before, idle ${f.beforeRssMb} MB | ${round(f.peakRssMb / f.beforeRssMb)} | <= 300 MB | ${meets(f.peakRssMb <= 300)} |`,

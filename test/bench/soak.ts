@@ -49,6 +49,7 @@ export async function benchSoak (p: BenchPlatform, quick: boolean): Promise<Soak
     await new Promise((resolve) => setTimeout(resolve, quick ? 500 : 5000))
     const startRss = child.memory().rss
     const startHeap = await child.heap()
+    await child.snapshot()
     progress(`soak: started and idle, RSS ${startRss} MB, heap ${startHeap.used} of ${startHeap.total} MB, external ${startHeap.external} MB`)
     // Readings a second apart per kit, from three days back: a 30-minute soak at a hundred a second per kit stays in the past.
     const start = Math.floor(Date.now() / 1000) * 1000 - 3 * 86_400_000
@@ -78,6 +79,7 @@ export async function benchSoak (p: BenchPlatform, quick: boolean): Promise<Soak
     const idleSeconds = quick ? 1 : 60
     await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000))
     const after = child.memory()
+    await child.snapshot()
     const figures: SoakFigures = {
       minutes: round(minutes, 2),
       nodeArgs: child.nodeArgs,
