@@ -13,6 +13,8 @@ export interface FuzzFigures {
   requests: number
   seconds: number
   statuses: Record<string, number>
+  /** the first requests that got no HTTP answer (the socket failed), and why */
+  noAnswer: string[]
   nodeArgs: string
   /** RSS of the platform process, idle before the first request, in MB */
   beforeRssMb: number
@@ -69,6 +71,7 @@ export async function benchFuzz (p: BenchPlatform, quick: boolean): Promise<Fuzz
     const statuses: Record<string, number> = {}
     const t0 = performance.now()
     let next = 0
+    const noAnswer: string[] = []
     const { peak } = await whileSampling(child, async () => {
       await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
         while (next < requests.length) {
@@ -77,7 +80,11 @@ export async function benchFuzz (p: BenchPlatform, quick: boolean): Promise<Fuzz
           const auth = credentials(request, world)
           const url = auth.query === '' ? request.url : `${request.url}${request.url.includes('?') ? '&' : '?'}${auth.query}`
           const answer = await rawHttp(port, { method: request.method, url, headers: { ...request.headers, ...auth.headers }, ...(request.body === undefined ? {} : { body: request.body }) })
-            .catch(() => ({ status: 0 }))
+            .catch((err: unknown) => {
+              if (noAnswer.length < 5) noAnswer.push(`${request.method} ${request.url.slice(0, 100)} (${request.label}, ${String(request.body?.length ?? 0)} bytes): ${String(err)}`)
+              return { status: 0, caught: true }
+            })
+          if (answer.status === 0 && noAnswer.length < 5 && !('caught' in answer)) noAnswer.push(`${request.method} ${request.url.slice(0, 100)} (${request.label}, ${String(request.body?.length ?? 0)} bytes): closed without an answer`)
           const klass = answer.status === 0 ? 'no answer' : `${Math.floor(answer.status / 100)}xx`
           statuses[klass] = (statuses[klass] ?? 0) + 1
         }
@@ -97,6 +104,7 @@ export async function benchFuzz (p: BenchPlatform, quick: boolean): Promise<Fuzz
       requests: requests.length,
       seconds: round(seconds, 1),
       statuses,
+      noAnswer,
       nodeArgs: child.nodeArgs,
       beforeRssMb: before,
       beforeHeapMb: beforeHeap,

@@ -135,7 +135,8 @@ if (results.fuzz !== undefined) {
     '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
     `| peak RSS (VmHWM) | ${f.peakRssMb} MB | before, idle ${f.beforeRssMb} MB | ${round(f.peakRssMb / f.beforeRssMb)} | <= 300 MB | ${meets(f.peakRssMb <= 300)} |`,
     `| RSS after the last answer, and after ${f.idleSeconds} s idle | ${f.endRssMb} MB, ${f.afterRssMb} MB | before, idle ${f.beforeRssMb} MB | ${round(f.afterRssMb / f.beforeRssMb)} | near the start | |`,
-    `| V8 heap in use (of reserved) | after ${f.afterHeapMb.used} (${f.afterHeapMb.total}) MB | before ${f.beforeHeapMb.used} (${f.beforeHeapMb.total}) MB | ${round(f.afterHeapMb.used / f.beforeHeapMb.used)} | | |`, '')
+    `| V8 heap in use (of reserved) | after ${f.afterHeapMb.used} (${f.afterHeapMb.total}) MB | before ${f.beforeHeapMb.used} (${f.beforeHeapMb.total}) MB | ${round(f.afterHeapMb.used / f.beforeHeapMb.used)} | | |`, '',
+    ...(f.noAnswer.length === 0 ? [] : ['Requests that got no HTTP answer (the first few):', '', ...f.noAnswer.map((n) => `- \`${n.replace(/`/g, "'")}\``), '']))
 }
 lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })
