@@ -84,8 +84,9 @@ if (options.mode === 'capacity') {
   ])
 } else {
   const TICK_MS = 50
-  // Well above what the paced rates keep in flight when the platform keeps up.
-  const maxInFlight = Math.max(64, Math.ceil((options.httpRate + options.mqttRate) / 5))
+  // As many as the capacity run keeps in flight: more would mean the platform is behind. (A fifth
+  // of a second's worth was too few: commits grouped under load take longer than that.)
+  const maxInFlight = options.devices.length + options.kitTokens.length * MQTT_WINDOW
   let posts = 0
   let messages = 0
   const pending = new Set<Promise<void>>()
