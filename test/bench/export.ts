@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { copyOut, loadEngine, postgresRunner } from '@esp/db'
 import { HTTP_LINE, repoRoot, startProcess } from '../helpers/process.js'
 import { makeDevices, type BenchPlatform } from './setup.js'
-import { drain, httpGet, progress, round } from './stats.js'
+import { drain, httpGet, memoryOf, progress, round } from './stats.js'
 
 export interface ExportRun { format: string, values: number, bytes: number, seconds: number, valuesPerSecond: number, peakRssMb: number }
 export interface ExportFigures {
@@ -22,16 +22,6 @@ export interface ExportFigures {
 }
 
 const MINUTE = 60_000
-
-const VM_RSS = /^VmRSS:\s+(\d+) kB/m
-const VM_HWM = /^VmHWM:\s+(\d+) kB/m
-
-/** Resident and peak resident memory of a process (Linux), in bytes. */
-function memoryOf (pid: number): { rss: number, peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const bytes = (field: RegExp): number => Number(field.exec(status)?.[1] ?? 0) * 1024
-  return { rss: bytes(VM_RSS), peak: bytes(VM_HWM) }
-}
 
 /** Reads a stream to its end, counting bytes and lines, while sampling the serving process's RSS. */
 async function measure (format: string, pid: number, open: () => Promise<AsyncIterable<Buffer>>): Promise<Omit<ExportRun, 'values'> & { lines: number }> {

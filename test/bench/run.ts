@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|reads|worldmap|export] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|reads|worldmap|export|soak|fuzz] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
@@ -12,6 +12,8 @@ import { benchMqtt, type MqttFigures } from './mqtt.js'
 import { benchReads, type ReadFigures } from './reads.js'
 import { benchRollups, type RollupFigures } from './rollups.js'
 import { startPlatform } from './setup.js'
+import { benchSoak, type SoakFigures } from './soak.js'
+import { benchFuzz, type FuzzFigures } from './fuzz.js'
 import { benchWorldMap, type WorldMapFigures } from './worldmap.js'
 import { progress, round } from './stats.js'
 
@@ -22,7 +24,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, reads?: ReadFigures, worldMap?: WorldMapFigures, export?: ExportFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, reads?: ReadFigures, worldMap?: WorldMapFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -35,6 +37,8 @@ try {
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
   if (wanted('reads')) results.reads = await benchReads(platform, quick)
   if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
+  if (wanted('soak')) results.soak = await benchSoak(platform, quick)
+  if (wanted('fuzz')) results.fuzz = await benchFuzz(platform, quick)
 } finally {
   await platform.close()
 }
@@ -110,6 +114,29 @@ if (results.export !== undefined) {
     `GET /v0/devices/:id/readings/export over HTTP: ${e.days} days of 1-minute readings of ${e.sensors} sensors (${e.values} values); served by the api service on its own as production runs it (built, plain node, \`NODE_OPTIONS=${e.nodeOptions}\` from infra/compose.yaml); its RSS at rest before: ${e.baselineRssMb} MB, peak RSS as the kernel counts it (VmHWM).`, '',
     '| measure | values/s | baseline | ratio | peak RSS (growth) | target | met |', '|---|---|---|---|---|---|---|',
     ...[e.csv, e.ndjson].map((r) => `| ${r.format}, ${r.bytes} bytes in ${r.seconds} s | ${r.valuesPerSecond} | bare COPY ${e.copy.valuesPerSecond} values/s | ${round(r.valuesPerSecond / e.copy.valuesPerSecond)} | ${r.peakRssMb} MB (+${round(r.peakRssMb - e.baselineRssMb, 1)} MB) | >= 1,000,000 values/s, <= 200 MB | ${meets(r.valuesPerSecond >= 1_000_000 && r.peakRssMb <= 200)} |`), '')
+}
+if (results.soak !== undefined) {
+  const s = results.soak
+  const at = (minute: number): string => s.minuteRssMb[minute - 1] === undefined ? 'not reached' : `${s.minuteRssMb[minute - 1]} MB`
+  lines.push('## Memory soak (case 6)', '',
+    `\`pnpm start\` (node ${s.nodeArgs}) as a process of its own on the bench's database: ${s.httpDevices} kits posting one timestamp of 12 sensors over HTTP and ${s.mqttKits} kits publishing \`readings/raw\` at QoS 1, at once. ` +
+    `Capacity, both as fast as it answers for ${s.capacity.seconds} s: ${s.capacity.httpPostsPerSecond} posts/s and ${s.capacity.mqttMessagesPerSecond} messages/s (${s.capacity.valuesPerSecond} readings/s). ` +
+    `The soak sent half of each for ${s.minutes} minutes (\`SOAK_MINUTES\`): ${s.load.httpPostsPerSecond} posts/s and ${s.load.mqttMessagesPerSecond} messages/s (${s.load.valuesPerSecond} readings/s), ${s.load.failures} failed, ${s.load.lateTicks} ticks late. RSS is the process's VmRSS; the peak its VmHWM.`, '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    ...[1, 5, 15, 30].map((m) => `| RSS after ${m} minute${m === 1 ? '' : 's'} of load | ${at(m)} | started, idle ${s.startRssMb} MB | ${s.minuteRssMb[m - 1] === undefined ? '' : round((s.minuteRssMb[m - 1] ?? 0) / s.startRssMb)} | <= 300 MB | ${s.minuteRssMb[m - 1] === undefined ? '' : meets((s.minuteRssMb[m - 1] ?? 0) <= 300)} |`),
+    `| peak RSS (VmHWM) | ${s.peakRssMb} MB | started, idle ${s.startRssMb} MB | ${round(s.peakRssMb / s.startRssMb)} | <= 300 MB | ${meets(s.peakRssMb <= 300)} |`,
+    `| RSS when the load stopped, and after ${s.idleSeconds} s idle | ${s.endRssMb} MB, ${s.afterRssMb} MB | started, idle ${s.startRssMb} MB | ${round(s.afterRssMb / s.startRssMb)} | near the start | |`,
+    '', `RSS minute by minute: ${s.minuteRssMb.join(', ')} MB.`, '')
+}
+if (results.fuzz !== undefined) {
+  const f = results.fuzz
+  lines.push('## Memory under generated bad requests (case 6)', '',
+    `The requests of test/fuzz/openapi.test.ts (${f.runs} runs of each of ${f.operations} operations, seed ${f.seed}, and the filter sweep: ${f.requests} requests; \`FUZZ_LONG=1\` for 200 runs) over real sockets, four at a time, to \`pnpm start\` (node ${f.nodeArgs}) as a process of its own, rate limits lifted: ${f.seconds} s, answers ${Object.entries(f.statuses).sort().map(([k, v]) => `${k} ${v}`).join(', ')}.`, '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| peak RSS (VmHWM) | ${f.peakRssMb} MB | before, idle ${f.beforeRssMb} MB | ${round(f.peakRssMb / f.beforeRssMb)} | <= 300 MB | ${meets(f.peakRssMb <= 300)} |`,
+    `| RSS after the last answer, and after ${f.idleSeconds} s idle | ${f.endRssMb} MB, ${f.afterRssMb} MB | before, idle ${f.beforeRssMb} MB | ${round(f.afterRssMb / f.beforeRssMb)} | near the start | |`,
+    `| V8 heap in use (of reserved) | after ${f.afterHeapMb.used} (${f.afterHeapMb.total}) MB | before ${f.beforeHeapMb.used} (${f.beforeHeapMb.total}) MB | ${round(f.afterHeapMb.used / f.beforeHeapMb.used)} | | |`, '',
+    ...(f.noAnswer.length === 0 ? [] : ['Requests that got no HTTP answer (the first few):', '', ...f.noAnswer.map((n) => `- \`${n.replace(/`/g, "'")}\``), '']))
 }
 lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { Agent, get, type IncomingMessage, request } from 'node:http'
 import path from 'node:path'
 
@@ -78,4 +79,14 @@ export async function httpPost (url: string, headers: Record<string, string>, bo
 /** Reads a response to its end. */
 export async function drain (res: IncomingMessage): Promise<void> {
   for await (const _ of res) { /* the bytes are not needed */ }
+}
+
+const VM_RSS = /^VmRSS:\s+(\d+) kB/m
+const VM_HWM = /^VmHWM:\s+(\d+) kB/m
+
+/** Resident and peak resident memory of a process (Linux), in bytes. */
+export function memoryOf (pid: number): { rss: number, peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const bytes = (field: RegExp): number => Number(field.exec(status)?.[1] ?? 0) * 1024
+  return { rss: bytes(VM_RSS), peak: bytes(VM_HWM) }
 }

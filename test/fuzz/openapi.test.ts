@@ -15,7 +15,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import * as domain from '@esp/domain'
 import { BODY_LIMIT, buildAllInOne, credentials, installJournal, makeWorld, problemWith, rawHttp, settle, type Answer } from '../helpers/fuzz-harness.js'
-import { MATCHERS, ODD_DATES, type FuzzRequest, type Operation, readOperations, requestFor } from '../helpers/openapi-fuzz.js'
+import { MATCHERS, ODD_DATES, type FuzzRequest, type Operation, operationOrder, readOperations, requestFor } from '../helpers/openapi-fuzz.js'
 
 // A collection before each reading, so that the figures are live memory rather than garbage not yet collected.
 v8.setFlagsFromString('--expose-gc')
@@ -40,9 +40,6 @@ function domainFilterKeys (): string[] {
   visit(domain, 0)
   return [...keys].sort()
 }
-
-/** GET before writes, DELETE last, the caller's own account at the very end: fixtures live as long as possible. */
-const order = (op: Operation): number => ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].indexOf(op.method) + (op.path.startsWith('/v0/me') || op.path.includes('session') ? 10 : 0)
 
 const excerpt = (value: string | Buffer | undefined, max = 300): string => {
   if (value === undefined) return '(none)'
@@ -71,7 +68,7 @@ t.test('generated requests over every operation of the OpenAPI document', async 
   const port = Number(new URL(address).port)
   const docs = await app.inject('/docs/json')
   t.equal(docs.statusCode, 200, 'the document is served')
-  const operations = readOperations(docs.json()).sort((a, b) => order(a) - order(b))
+  const operations = readOperations(docs.json()).sort((a, b) => operationOrder(a) - operationOrder(b))
   t.ok(operations.length > 20, `${operations.length} operations in the document`)
 
   const statuses = new Map<string, number>()

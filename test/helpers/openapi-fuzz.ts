@@ -283,6 +283,9 @@ export function filterPair (keys: string[], ids: string[]): fc.Arbitrary<[string
   )
 }
 
+/** GET before writes, DELETE last, the caller's own account at the very end: fixtures live as long as possible. */
+export const operationOrder = (op: Operation): number => ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].indexOf(op.method) + (op.path.startsWith('/v0/me') || op.path.includes('session') ? 10 : 0)
+
 /** Every request the test sends to one operation. */
 export function requestFor (op: Operation, fixtures: Fixtures, options: { filterKeys: string[], bodyLimit: number }): fc.Arbitrary<FuzzRequest> {
   const pathParams = op.parameters.filter((p) => p.in === 'path')

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 
@@ -22,9 +22,10 @@ export interface Started {
  * Runs an entry point of the repository as a real process: a TypeScript one as `pnpm start` does,
  * a built one (`dist/….js`, after `pnpm build`) with plain node, as in production. `detached`
  * gives it a process group of its own, as a shell gives a foreground job (its pid is the group's id).
+ * `nodeArgs` replaces the loader flags (see startScriptArgs).
  */
-export function startProcess (t: Tap, entry: string, env: Record<string, string | undefined>, options: { detached?: boolean } = {}): Started {
-  const loader = entry.endsWith('.js') ? [] : ['--conditions=@esp/source', '--import', 'tsx']
+export function startProcess (t: Tap, entry: string, env: Record<string, string | undefined>, options: { detached?: boolean, nodeArgs?: string[] } = {}): Started {
+  const loader = options.nodeArgs ?? (entry.endsWith('.js') ? [] : ['--conditions=@esp/source', '--import', 'tsx'])
   const child = spawn(process.execPath, [...loader, entry], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC', LOG_LEVEL: 'warn', ...env },
@@ -78,4 +79,11 @@ export function tempDataDir (t: Tap): string {
   chmodSync(dir, 0o755)
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }) })
   return dir
+}
+
+/** Node's flags in package.json's `start` script: what `pnpm start` runs scripts/start.ts with. */
+export function startScriptArgs (): string[] {
+  const script = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? ''
+  const words = script.split(/\s+/)
+  return words.slice(words.indexOf('node') + 1, words.indexOf('scripts/start.ts'))
 }

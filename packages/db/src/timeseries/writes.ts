@@ -65,18 +65,34 @@ function devicesStatement (inserted: readonly ReadingRow[]): Statement {
   }
 }
 
-/** (device, sensor) pairs known to have a component row, so that writes skip inserting them. */
+/**
+ * (device, sensor) pairs known to have a component, so that writes skip inserting them. Bounded:
+ * past `maxDevices` devices the least recently written one is forgotten (a fleet larger than the
+ * cap, or devices long deleted, would otherwise grow it without end, about 0.4 KB a device); a
+ * forgotten pair costs one `on conflict do nothing` insert the next time, nothing else.
+ */
 export class KnownComponents {
   private readonly sensorsOf = new Map<number, Set<number>>()
 
+  constructor (private readonly maxDevices = 10_000) {}
+
+  /** devices remembered */
+  get devices (): number { return this.sensorsOf.size }
+
   has (deviceId: number, sensorId: number): boolean {
-    return this.sensorsOf.get(deviceId)?.has(sensorId) === true
+    const sensors = this.sensorsOf.get(deviceId)
+    if (sensors === undefined) return false
+    // Moved to the end: the Map's order is the order of use, so the first key is the one to forget.
+    this.sensorsOf.delete(deviceId)
+    this.sensorsOf.set(deviceId, sensors)
+    return sensors.has(sensorId)
   }
 
   add (deviceId: number, sensorId: number): void {
     const sensors = this.sensorsOf.get(deviceId)
-    if (sensors === undefined) this.sensorsOf.set(deviceId, new Set([sensorId]))
-    else sensors.add(sensorId)
+    if (sensors !== undefined) { sensors.add(sensorId); return }
+    this.sensorsOf.set(deviceId, new Set([sensorId]))
+    if (this.sensorsOf.size > this.maxDevices) this.sensorsOf.delete(this.sensorsOf.keys().next().value as number)
   }
 }
 
@@ -98,7 +114,8 @@ export async function ensureComponents (runner: Runner, rows: readonly ReadingRo
 
 /** The insert of the (device, sensor) pairs `known` lacks, sorted; null when there are none. */
 function componentsStatement (rows: readonly ReadingRow[], known: KnownComponents | undefined): Statement | null {
-  const fresh = new KnownComponents()
+  // Only this statement's pairs, all of them: no cap.
+  const fresh = new KnownComponents(Number.POSITIVE_INFINITY)
   const pairs: [number, number][] = []
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as ReadingRow

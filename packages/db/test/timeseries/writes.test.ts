@@ -144,6 +144,24 @@ t.test('components: ensured once on their own and remembered; the write transact
   t.same(components.map((c) => c.sensor_id), [55, 56])
 })
 
+t.test('known components stay under their cap of devices, forgetting the least recently written first', async (t) => {
+  const known = new KnownComponents(3)
+  let most = 0
+  let lostTheOneInUse = 0
+  for (let device = 1; device <= 1000; device++) {
+    known.add(device, 55)
+    known.add(device, 56)
+    most = Math.max(most, known.devices)
+    // Device 1 is written all along: it is never the one forgotten.
+    if (!known.has(1, 55)) lostTheOneInUse++
+  }
+  t.equal(most, 3, 'never more than the cap')
+  t.equal(lostTheOneInUse, 0)
+  t.ok(known.has(1, 55) && known.has(1, 56), 'the device in use is kept')
+  t.ok(known.has(1000, 56) && known.has(999, 55), 'the newest are kept')
+  t.notOk(known.has(2, 55), 'an old one is forgotten')
+})
+
 t.test('a write in a frame of its own takes three round trips: BEGIN with the COPY\'s start, the rows, everything else with COMMIT', async (t) => {
   const database = await createTestDatabase(t)
   const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('w', 'w@example.org') returning id`
