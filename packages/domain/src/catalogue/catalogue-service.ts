@@ -88,7 +88,8 @@ export async function sensorExtras (db: Executor, rows: SensorRow[]): Promise<Se
 }
 
 /** Contract: Sensor, with the embedded measurement (behaviour.md §13 key order); a device's sensors add their readings to it. */
-export function presentSensor (s: SensorRow, m: MeasurementRow | null | undefined, tags: string[]) {
+/** Takes what the representation shows, so a device's sensors read without their equations pass too. */
+export function presentSensor (s: Omit<SensorRow, 'equation' | 'reverseEquation'>, m: Pick<MeasurementRow, 'id' | 'uuid' | 'name' | 'description' | 'definition'> | null | undefined, tags: string[]) {
   return {
     id: s.id,
     uuid: s.uuid,
