@@ -13,6 +13,11 @@ import type { Sql } from '../client.js'
  * domain's (device-access.ts), handed in as SQL text over $2 and $3.
  */
 
+/*
+ * Lists come back as json rather than PostgreSQL arrays: the driver parses json natively, arrays
+ * character by character in JavaScript (a device lists every device id of its owner).
+ */
+
 /** A timestamptz as epoch milliseconds (floored, as a Date keeps them): no text to parse. */
 const ms = (column: string): string => `floor(extract(epoch from ${column}) * 1000)::float8`
 
@@ -127,16 +132,17 @@ function selectList (visible: VisibilitySql): string {
   (select json_build_object('id', u.id, 'uuid', u.uuid, 'username', u.username, 'url', u.url,
       'profilePicture', u.profile_picture, 'city', u.city, 'countryCode', u.country_code, 'createdAt', ${ms('u.created_at')})
     from users u where u.id = d.owner_id) as owner,
-  array(select o.id from devices o where o.owner_id = d.owner_id and o.archived_at is null and ${visible('o')} order by o.id) as "ownerDeviceIds",
+  (select coalesce(json_agg(o.id order by o.id), '[]') from devices o
+    where o.owner_id = d.owner_id and o.archived_at is null and ${visible('o')}) as "ownerDeviceIds",
   (select json_build_object('id', k.id, 'uuid', k.uuid, 'slug', k.slug, 'name', k.name, 'description', k.description,
       'createdAt', ${ms('k.created_at')}, 'updatedAt', ${ms('k.updated_at')})
     from kits k where k.id = d.kit_id) as kit,
-  array(select t.name from device_tags dt join tags t on t.id = dt.tag_id where dt.device_id = d.id order by t.name) as "userTags",
+  (select coalesce(json_agg(t.name order by t.name), '[]') from device_tags dt join tags t on t.id = dt.tag_id where dt.device_id = d.id) as "userTags",
   (select json_build_object('id', p.id, 'deviceId', p.device_id, 'blueprintUrl', p.blueprint_url, 'hardwareUrl', p.hardware_url,
       'forwardingParams', p.forwarding_params, 'meta', p.meta, 'latestPostprocessing', ${ms('p.latest_postprocessing')},
       'createdAt', ${ms('p.created_at')}, 'updatedAt', ${ms('p.updated_at')})
     from postprocessings p where p.device_id = d.id) as postprocessing,
-  array(select e.experiment_id from experiment_devices e where e.device_id = d.id order by e.experiment_id) as "experimentIds",
+  (select coalesce(json_agg(e.experiment_id order by e.experiment_id), '[]') from experiment_devices e where e.device_id = d.id) as "experimentIds",
   case when $4::bool then coalesce((select json_agg(json_build_object(
       'sensor', json_build_object('id', s.id, 'uuid', s.uuid, 'parentId', s.parent_id, 'name', s.name, 'description', s.description,
         'unit', s.unit, 'datasheet', s.datasheet, 'unitDefinition', s.unit_definition, 'measurementId', s.measurement_id,
