@@ -124,8 +124,11 @@ export interface DeviceRecord {
 /** `visible(alias)`: the domain's visibility rule over a devices row of that alias, in $2 and $3. */
 export type VisibilitySql = (alias: string) => string
 
-/** The columns of a DeviceRecord over `d`, joined to `sib` (see `siblings`). */
-function selectList (): string {
+/**
+ * The columns of a DeviceRecord over `d`, joined to `sib` (see `siblings`); `ownerIds` is the
+ * expression of the owner's device ids.
+ */
+function selectList (ownerIds: string): string {
   return `
   d.id, d.uuid, d.owner_id as "ownerId", d.kit_id as "kitId", d.name, d.description, d.state,
   d.device_token as "deviceToken", d.mac_address::text as "macAddress", d.exposure, d.latitude, d.longitude,
@@ -139,7 +142,7 @@ function selectList (): string {
   (select json_build_object('id', u.id, 'uuid', u.uuid, 'username', u.username, 'url', u.url,
       'profilePicture', u.profile_picture, 'city', u.city, 'countryCode', u.country_code, 'createdAt', ${ms('u.created_at')})
     from users u where u.id = d.owner_id) as owner,
-  coalesce(sib.ids, '[]') as "ownerDeviceIds",
+  ${ownerIds} as "ownerDeviceIds",
   (select json_build_object('id', k.id, 'uuid', k.uuid, 'slug', k.slug, 'name', k.name, 'description', k.description,
       'createdAt', ${ms('k.created_at')}, 'updatedAt', ${ms('k.updated_at')})
     from kits k where k.id = d.kit_id) as kit,
@@ -170,11 +173,20 @@ type Raw = Record<string, unknown>
 const date = (value: unknown): Date => new Date(value as number)
 const dateOrNull = (value: unknown): Date | null => value === null || value === undefined ? null : new Date(value as number)
 
-function asSensor (raw: Raw): DeviceSensorRecord {
+/** Sensors already read in this result, by id: a page's devices share one object per sensor. */
+type SensorCache = Map<number, SensorRecord>
+
+function asSensor (raw: Raw, cache: SensorCache): DeviceSensorRecord {
   const sensor = raw.sensor as Raw
   const latest = raw.latest as Raw | null
+  const id = sensor.id as number
+  let record = cache.get(id)
+  if (record === undefined) {
+    record = { ...sensor, createdAt: date(sensor.createdAt), updatedAt: date(sensor.updatedAt) } as unknown as SensorRecord
+    cache.set(id, record)
+  }
   return {
-    sensor: { ...sensor, createdAt: date(sensor.createdAt), updatedAt: date(sensor.updatedAt) } as unknown as SensorRecord,
+    sensor: record,
     measurement: raw.measurement as MeasurementRecord | null,
     latest: latest === null ? null : { ...latest, recordedAt: date(latest.recordedAt), addedAt: date(latest.addedAt) } as unknown as LatestRecord,
     tags: raw.tags as string[]
@@ -182,7 +194,7 @@ function asSensor (raw: Raw): DeviceSensorRecord {
 }
 
 /** A statement's row as a DeviceRecord: times from milliseconds into Dates. */
-function asRecord (row: Raw): DeviceRecord {
+function asRecord (row: Raw, cache: SensorCache = new Map()): DeviceRecord {
   const owner = row.owner as Raw | null
   const kit = row.kit as Raw | null
   const post = row.postprocessing as Raw | null
@@ -197,8 +209,26 @@ function asRecord (row: Raw): DeviceRecord {
     postprocessing: post === null
       ? null
       : { ...post, latestPostprocessing: dateOrNull(post.latestPostprocessing), createdAt: date(post.createdAt), updatedAt: date(post.updatedAt) } as unknown as PostprocessingRecord,
-    sensors: sensors === null ? null : sensors.map(asSensor)
+    sensors: sensors === null ? null : sensors.map((sensor) => asSensor(sensor, cache))
   } as unknown as DeviceRecord
+}
+
+/**
+ * The rows of a list as DeviceRecords. Only the first row of each owner carries the owner's device
+ * ids (the driver would parse the same list again for every device); the others share its array.
+ */
+function asRecords (rows: Raw[]): DeviceRecord[] {
+  const cache: SensorCache = new Map()
+  const records = rows.map((row) => asRecord(row, cache))
+  const ids = new Map<number, number[]>()
+  // null on every row of an owner but one, whatever the type says until here
+  const carried = (record: DeviceRecord): number[] | null => record.ownerDeviceIds
+  for (const record of records) {
+    const own = carried(record)
+    if (own !== null) ids.set(record.ownerId, own)
+  }
+  for (const record of records) record.ownerDeviceIds = carried(record) ?? ids.get(record.ownerId) ?? []
+  return records
 }
 
 /** Who reads: the visibility rule's parameters and whether sensors are wanted. */
@@ -217,7 +247,8 @@ export interface DeviceReads {
 
 /** The statements, their text made once with the domain's visibility rule. */
 export function deviceReads (visible: VisibilitySql): DeviceReads {
-  const select = selectList()
+  const select = selectList("coalesce(sib.ids, '[]')")
+  const listSelect = selectList("case when row_number() over (partition by d.owner_id) = 1 then coalesce(sib.ids, '[]') end")
   // The ids of each owner's devices, once per owner: every device of a page lists them, and
   // aggregating them again for each row was most of a page's time when one owner has many.
   const siblings = (owners: string): string => `siblings as (select o.owner_id, json_agg(o.id order by o.id) as ids from devices o
@@ -226,16 +257,16 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
   const byId = `with ${siblings('select owner_id from devices where id = $1')}
     select ${select} from ${from} where d.id = $1 and d.archived_at is null`
   const byIds = `with ${siblings('select owner_id from devices where id = any($1::int4[])')}
-    select ${select} from unnest($1::int4[]) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
+    select ${listSelect} from unnest($1::int4[]) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
     where d.archived_at is null and ${visible('d')} order by wanted.n`
   const ofOwners = `with ${siblings('select unnest($1::int4[])')}
-    select ${select} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
+    select ${listSelect} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
   // One row with a null id when the page is past the end, so the total still comes back.
   const page = `with matching as (select d.id from devices d where d.archived_at is null and ${visible('d')}),
     wanted as (select id from matching order by id limit (select $1::int8) offset (select $5::int8)),
     ${siblings('select owner_id from devices where id in (select id from wanted)')}
     select (select count(*) from matching) as total, x.* from (select 1) one
-    left join (select ${select} from wanted join ${from} on d.id = wanted.id) x on true order by x.id`
+    left join (select ${listSelect} from wanted join ${from} on d.id = wanted.id) x on true order by x.id`
   const params = (key: unknown, scope: ReadScope): Array<number | boolean | null | number[]> =>
     [key as number, scope.viewerId, scope.admin, scope.withData]
   const run = async (sql: Sql, text: string, values: unknown[]): Promise<Raw[]> =>
@@ -245,11 +276,11 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
       const [row] = await run(sql, byId, params(id, scope))
       return row === undefined ? undefined : asRecord(row)
     },
-    byIds: async (sql, ids, scope) => ids.length === 0 ? [] : (await run(sql, byIds, params(ids, scope))).map(asRecord),
-    ofOwners: async (sql, ownerIds, scope) => ownerIds.length === 0 ? [] : (await run(sql, ofOwners, params(ownerIds, scope))).map(asRecord),
+    byIds: async (sql, ids, scope) => ids.length === 0 ? [] : asRecords(await run(sql, byIds, params(ids, scope))),
+    ofOwners: async (sql, ownerIds, scope) => ownerIds.length === 0 ? [] : asRecords(await run(sql, ofOwners, params(ownerIds, scope))),
     page: async (sql, { limit, offset }, scope) => {
       const rows = await run(sql, page, [...params(limit, scope), offset])
-      return { rows: rows.filter((r) => r.id !== null).map(asRecord), total: Number(rows[0]?.total ?? 0) }
+      return { rows: asRecords(rows.filter((r) => r.id !== null)), total: Number(rows[0]?.total ?? 0) }
     }
   }
 }

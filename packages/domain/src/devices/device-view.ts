@@ -45,10 +45,18 @@ export function locationOf (device: Pick<DeviceRow, 'exposure' | 'elevation' | '
   }
 }
 
-function presentSensorReading (entry: DeviceSensorRecord) {
+/** A page's devices share their sensor objects (queries/devices.ts): each is presented once. */
+type SensorViews = WeakMap<object, ReturnType<typeof presentSensor>>
+
+function presentSensorReading (entry: DeviceSensorRecord, views: SensorViews) {
   const { sensor, latest } = entry
+  let view = views.get(sensor)
+  if (view === undefined) {
+    view = presentSensor(sensor, entry.measurement, entry.tags)
+    views.set(sensor, view)
+  }
   return {
-    ...presentSensor(sensor, entry.measurement, entry.tags),
+    ...view,
     // The connector's model requires a string here (clients.md §4.26).
     description: sensor.description ?? '',
     value: latest?.value ?? null,
@@ -59,7 +67,7 @@ function presentSensorReading (entry: DeviceSensorRecord) {
   }
 }
 
-function presentData (device: DeviceRecord, readings: DeviceSensorRecord[], location: ReturnType<typeof locationOf>) {
+function presentData (device: DeviceRecord, readings: DeviceSensorRecord[], location: ReturnType<typeof locationOf>, views: SensorViews) {
   let recordedAt: Date | null = null
   let addedAt: Date | null = null
   for (const { latest } of readings) {
@@ -74,7 +82,7 @@ function presentData (device: DeviceRecord, readings: DeviceSensorRecord[], loca
     calibrated_at: formatTimestamp(addedAt),
     firmware: typeof status?.sam_ver === 'string' ? status.sam_ver : null,
     location,
-    sensors: readings.map(presentSensorReading)
+    sensors: readings.map((entry) => presentSensorReading(entry, views))
   }
 }
 
@@ -91,7 +99,7 @@ export interface PresentOptions {
  * `added_at`, `kit` and `status`). Secrets are `[FILTERED]` unless the caller owns the device or
  * is an admin; every object clients read is always an object (clients.md §4.26–27).
  */
-export function presentDevice (device: DeviceRecord, options: PresentOptions) {
+export function presentDevice (device: DeviceRecord, options: PresentOptions, views: SensorViews = new WeakMap()) {
   const authorised = canManage(options.viewer, device)
   const owner = device.owner
   const kit = device.kit
@@ -152,7 +160,7 @@ export function presentDevice (device: DeviceRecord, options: PresentOptions) {
           location: userLocation(owner),
           device_ids: device.ownerDeviceIds
         },
-    ...(readings !== null ? { data: presentData(device, readings, location) } : {}),
+    ...(readings !== null ? { data: presentData(device, readings, location, views) } : {}),
     kit: kit === null
       ? null
       : { id: kit.id, uuid: kit.uuid, slug: kit.slug, name: kit.name, description: kit.description, created_at: formatTimestamp(kit.createdAt), updated_at: formatTimestamp(kit.updatedAt) },
@@ -163,5 +171,7 @@ export function presentDevice (device: DeviceRecord, options: PresentOptions) {
 
 export type DeviceView = ReturnType<typeof presentDevice>
 
-export const presentDevices = (records: DeviceRecord[], options: PresentOptions): DeviceView[] =>
-  records.map((record) => presentDevice(record, options))
+export function presentDevices (records: DeviceRecord[], options: PresentOptions): DeviceView[] {
+  const views: SensorViews = new WeakMap()
+  return records.map((record) => presentDevice(record, options, views))
+}
