@@ -2,15 +2,20 @@ import Fastify from 'fastify'
 import type { BenchPlatform } from './setup.js'
 import { progress, round, runScript } from './stats.js'
 
-interface Load { requests: number, failures: number, requestsPerSecond: number, p50: number, p95: number }
+interface Load { requests: number, failures: number, requestsPerSecond: number, p50: number, p95: number, p99: number }
+
+export interface RouteFigures { requestsPerSecond: number, p50: number, p95: number, p99: number, ratioToBaseline: number }
 
 export interface ReadFigures {
   devices: number
   concurrency: number
   seconds: number
-  baseline: { requestsPerSecond: number, p50: number }
-  device: { requestsPerSecond: number, p50: number, p95: number, ratioToBaseline: number }
-  list: { requestsPerSecond: number, p50: number, p95: number, ratioToBaseline: number }
+  baseline: { requestsPerSecond: number, p50: number, p99: number }
+  /** with the admin's Bearer token */
+  device: RouteFigures
+  list: RouteFigures
+  /** the same requests made anonymously: what authentication adds is the difference */
+  anonymous: { device: RouteFigures, list: RouteFigures }
 }
 
 async function load (url: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<Load> {
@@ -51,20 +56,23 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
   const bareBase = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
   const auth = { authorization: `Bearer ${p.token}` }
   try {
-    progress(`reads: ${concurrency} clients for ${seconds} s each: bare lookup, GET /v0/devices/:id, GET /v0/devices`)
+    progress(`reads: ${concurrency} clients for ${seconds} s each: bare lookup, GET /v0/devices/:id and GET /v0/devices with a token and anonymously`)
     const baseline = await load(`${bareBase}/lookup/${deviceId}`, {}, concurrency, seconds)
     const device = await load(`${p.base}/v0/devices/${deviceId}`, auth, concurrency, seconds)
     const list = await load(`${p.base}/v0/devices?per_page=25`, auth, concurrency, seconds)
-    const figures = (l: Load): { requestsPerSecond: number, p50: number, p95: number, ratioToBaseline: number } => ({
-      requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), ratioToBaseline: round(l.requestsPerSecond / baseline.requestsPerSecond, 3)
+    const anonymousDevice = await load(`${p.base}/v0/devices/${deviceId}`, {}, concurrency, seconds)
+    const anonymousList = await load(`${p.base}/v0/devices?per_page=25`, {}, concurrency, seconds)
+    const figures = (l: Load): RouteFigures => ({
+      requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), p99: round(l.p99), ratioToBaseline: round(l.requestsPerSecond / baseline.requestsPerSecond, 3)
     })
     return {
       devices,
       concurrency,
       seconds,
-      baseline: { requestsPerSecond: Math.round(baseline.requestsPerSecond), p50: round(baseline.p50) },
+      baseline: { requestsPerSecond: Math.round(baseline.requestsPerSecond), p50: round(baseline.p50), p99: round(baseline.p99) },
       device: figures(device),
-      list: figures(list)
+      list: figures(list),
+      anonymous: { device: figures(anonymousDevice), list: figures(anonymousList) }
     }
   } finally {
     await bare.close()

@@ -7,6 +7,7 @@ import type { FilterSpec } from '../lists/filter-compiler.js'
 import { compileCalibration } from '../readings/calibration.js'
 import { formatTimestamp } from '../time.js'
 import { asBody, BodyReader } from '../validation/body-reader.js'
+import { recordId, recordIdOr404 } from '../validation/record-id.js'
 
 type SensorRow = typeof sensors.$inferSelect
 type MeasurementRow = typeof measurements.$inferSelect
@@ -18,11 +19,6 @@ type TagSensorRow = typeof tagSensors.$inferSelect
 export function assertAdmin (viewer: Viewer | null): void {
   if (viewer === null) throw errors.unauthorized()
   if (!isAdmin(viewer)) throw errors.forbidden()
-}
-
-const idOf = (what: string, raw: string): number => {
-  if (!/^\d{1,9}$/.test(raw)) throw errors.notFound(what, raw)
-  return Number(raw)
 }
 
 async function one<T> (rows: Promise<T[]>, what: string, key: string | number): Promise<T> {
@@ -52,7 +48,7 @@ export const presentMeasurement = (m: MeasurementRow) => ({
 })
 
 export const findMeasurement = async (db: Executor, raw: string): Promise<MeasurementRow> =>
-  await one(db.select().from(measurements).where(eq(measurements.id, idOf('Measurement', raw))), 'Measurement', Number(raw))
+  await one(db.select().from(measurements).where(eq(measurements.id, recordIdOr404('Measurement', raw))), 'Measurement', Number(raw))
 
 // ---------------------------------------------------------------- sensors
 
@@ -88,7 +84,8 @@ export async function sensorExtras (db: Executor, rows: SensorRow[]): Promise<Se
 }
 
 /** Contract: Sensor, with the embedded measurement (behaviour.md §13 key order); a device's sensors add their readings to it. */
-export function presentSensor (s: SensorRow, m: MeasurementRow | null | undefined, tags: string[]) {
+/** Takes what the representation shows, so a device's sensors read without their equations pass too. */
+export function presentSensor (s: Omit<SensorRow, 'equation' | 'reverseEquation'>, m: Pick<MeasurementRow, 'id' | 'uuid' | 'name' | 'description' | 'definition'> | null | undefined, tags: string[]) {
   return {
     id: s.id,
     uuid: s.uuid,
@@ -112,7 +109,7 @@ export const presentSensorWith = (s: SensorRow, extras: SensorExtras) =>
   presentSensor(s, s.measurementId === null ? null : extras.measurements.get(s.measurementId), extras.tags.get(s.id) ?? [])
 
 export const findSensor = async (db: Executor, raw: string): Promise<SensorRow> =>
-  await one(db.select().from(sensors).where(eq(sensors.id, idOf('Sensor', raw))), 'Sensor', Number(raw))
+  await one(db.select().from(sensors).where(eq(sensors.id, recordIdOr404('Sensor', raw))), 'Sensor', Number(raw))
 
 // ---------------------------------------------------------------- writes
 
@@ -209,7 +206,7 @@ export async function presentKits (db: Executor, rows: KitRow[]) {
 }
 
 export const findKit = async (db: Executor, raw: string): Promise<KitRow> =>
-  await one(db.select().from(kits).where(eq(kits.id, idOf('Kit', raw))), 'Kit', Number(raw))
+  await one(db.select().from(kits).where(eq(kits.id, recordIdOr404('Kit', raw))), 'Kit', Number(raw))
 
 // ---------------------------------------------------------------- tags and tag sensors
 
@@ -228,8 +225,9 @@ export const presentTag = (t: TagRow) => ({
 
 /** A tag by id or by its exact name (the established platform's friendly id). */
 export async function findTag (db: Executor, key: string): Promise<TagRow> {
-  const where: SQL = /^\d{1,9}$/.test(key) ? eq(tags.id, Number(key)) : eq(tags.name, key)
-  return await one(db.select().from(tags).where(where).limit(1), 'Tag', /^\d{1,9}$/.test(key) ? Number(key) : key)
+  const id = recordId(key)
+  const where: SQL = id !== null ? eq(tags.id, id) : eq(tags.name, key)
+  return await one(db.select().from(tags).where(where).limit(1), 'Tag', id ?? key)
 }
 
 export async function writeTag (db: Executor, raw: unknown, viewer: Viewer | null, existing?: TagRow): Promise<TagRow> {
@@ -266,7 +264,7 @@ export const presentTagSensor = (t: TagSensorRow) => ({
 })
 
 export const findTagSensor = async (db: Executor, raw: string): Promise<TagSensorRow> =>
-  await one(db.select().from(tagSensors).where(eq(tagSensors.id, idOf('TagSensor', raw))), 'TagSensor', Number(raw))
+  await one(db.select().from(tagSensors).where(eq(tagSensors.id, recordIdOr404('TagSensor', raw))), 'TagSensor', Number(raw))
 
 export async function writeTagSensor (db: Executor, raw: unknown, viewer: Viewer | null, existing?: TagSensorRow): Promise<TagSensorRow> {
   assertAdmin(viewer)

@@ -1,21 +1,23 @@
 import { and, eq, isNull, or, type SQL } from 'drizzle-orm'
-import { devices, type Executor, type Sql } from '@esp/db'
+import { type DeviceRecord, deviceReads, devices, type Executor, type ReadScope, type Sql } from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
+import { recordIdOr404 } from '../validation/record-id.js'
+
+/*
+ * The one way to find a device and check access: parse the id (`parseDeviceId`), load it
+ * (`loadDevice` for its representation, `loadDeviceRow` for a write, `findDeviceAccess` on the
+ * reading paths), then check see, manage or write (`assertCanSee`, `canManage`, `assertCanWrite`).
+ * Archived devices are hidden everywhere: they answer like missing ones.
+ */
 
 export type DeviceRow = typeof devices.$inferSelect
 
-/** An active (not archived) device, or 404: archived devices are hidden everywhere. */
-export async function findActiveDevice (db: Executor, id: string | number): Promise<DeviceRow> {
-  const numeric = typeof id === 'number' ? id : /^\d{1,9}$/.test(id) ? Number(id) : null
-  if (numeric === null) throw errors.notFound('Device', String(id))
-  const [row] = await db.select().from(devices).where(and(eq(devices.id, numeric), isNull(devices.archivedAt))).limit(1)
-  if (row === undefined) throw errors.notFound('Device', numeric)
-  return row
-}
+/** A device id as a path gives it; 404 when it cannot name a device. */
+export const parseDeviceId = (raw: string | number): number => recordIdOr404('Device', raw)
 
 /** The owner and admins see a device's secrets and settings, and may change it (contract: Authentication). */
-export const ownsOrAdmin = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): boolean => viewer !== null && (viewer.id === device.ownerId || isAdmin(viewer))
+export const canManage = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId'>): boolean => viewer !== null && (viewer.id === device.ownerId || isAdmin(viewer))
 
 /*
  * The one home of the privacy rule (contract: a private device is hidden from other users). To
@@ -40,8 +42,22 @@ export function visibleToSql (sql: Sql, viewer: Viewer | null): SqlFragment {
   return viewer === null ? sql`not d.is_private` : sql`(not d.is_private or d.owner_id = ${viewer.id})`
 }
 
+/**
+ * The rule as SQL text over a devices row of `alias`, with the viewer's id in $2 and whether they
+ * are an admin in $3: the form of the prepared read statements (packages/db queries/devices.ts),
+ * whose text must not change with the viewer. The parameters sit in subqueries so that a plan made
+ * for one viewer costs what the generic plan costs (see queries/devices.ts).
+ */
+const visibleToText = (alias: string): string => `(not ${alias}.is_private or ${alias}.owner_id = (select $2::int4) or (select $3::bool))`
+
+/** The parameters of visibleToText for this viewer, and whether sensors and values are read. */
+export const readScope = (viewer: Viewer | null, withData: boolean): ReadScope => ({ viewerId: viewer?.id ?? null, admin: isAdmin(viewer), withData })
+
+/** The read statements of devices, made once with the rule. */
+export const reads = deviceReads(visibleToText)
+
 /** The rule for one device already loaded. */
-export const canSee = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId' | 'isPrivate'>): boolean => !device.isPrivate || ownsOrAdmin(viewer, device)
+export const canSee = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId' | 'isPrivate'>): boolean => !device.isPrivate || canManage(viewer, device)
 
 /** Every route that names one device: a private device of someone else is a 404 like a missing one. */
 export function assertCanSee (viewer: Viewer | null, device: Pick<DeviceRow, 'id' | 'ownerId' | 'isPrivate'>): void {
@@ -55,7 +71,28 @@ export function assertCanSee (viewer: Viewer | null, device: Pick<DeviceRow, 'id
 export function assertCanWrite (viewer: Viewer | null, device: Pick<DeviceRow, 'id' | 'ownerId' | 'isPrivate'>): asserts viewer is Viewer {
   assertCanSee(viewer, device)
   if (viewer === null) throw errors.unauthorized()
-  if (!ownsOrAdmin(viewer, device)) throw errors.forbidden()
+  if (!canManage(viewer, device)) throw errors.forbidden()
+}
+
+/**
+ * GET /devices/:id: the device with everything its representation shows, in one statement, if the
+ * viewer may see it; else the 404 of a missing device.
+ */
+export async function loadDevice (sql: Sql, raw: string | number, viewer: Viewer | null, withData = true): Promise<DeviceRecord> {
+  const id = parseDeviceId(raw)
+  const device = await reads.byId(sql, id, readScope(viewer, withData))
+  if (device === undefined) throw errors.notFound('Device', id)
+  assertCanSee(viewer, device)
+  return device
+}
+
+/** The full row of an active device the viewer may see, for a write (which checks write itself). */
+export async function loadDeviceRow (db: Executor, raw: string | number, viewer: Viewer | null): Promise<DeviceRow> {
+  const id = parseDeviceId(raw)
+  const [row] = await db.select().from(devices).where(and(eq(devices.id, id), isNull(devices.archivedAt))).limit(1)
+  if (row === undefined) throw errors.notFound('Device', id)
+  assertCanSee(viewer, row)
+  return row
 }
 
 export interface DeviceAccess {
@@ -86,12 +123,9 @@ async function accessRows (sql: Sql, by: { id: number } | { tokens: string[] } |
     where d.archived_at is null and ${where}`
 }
 
-/** A device id as a path gives it, or null when it cannot name a device. */
-export const deviceIdParam = (id: string): number | null => /^\d{1,9}$/.test(id) ? Number(id) : null
-
-export async function findDeviceAccess (sql: Sql, id: string): Promise<DeviceAccess> {
-  const deviceId = deviceIdParam(id)
-  if (deviceId === null) throw errors.notFound('Device', id)
+/** Who may see or write an active device, for the reading paths; no access check of its own. */
+export async function findDeviceAccess (sql: Sql, id: string | number): Promise<DeviceAccess> {
+  const deviceId = parseDeviceId(id)
   const [row] = await accessRows(sql, { id: deviceId })
   if (row === undefined) throw errors.notFound('Device', deviceId)
   return asAccess(row)

@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto'
-import { and, asc, eq, inArray, isNull, ne, sql, type SQL } from 'drizzle-orm'
+import { and, eq, inArray, isNull, ne, sql, type SQL } from 'drizzle-orm'
 import {
-  components, type Db, defaultKitId, devices, deviceTags, type Executor, isPgCode, kitSensors, kits, PgCode, pgError,
-  postprocessings, tags, users
+  components, type Db, defaultKitId, type DeviceRecord, devices, deviceTags, type Executor, isPgCode, kitSensors, kits, PgCode, pgError,
+  postprocessings, type Sql, tags, users
 } from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
@@ -10,8 +10,7 @@ import { blur, geohashOf, reverseGeocode, truncate5 } from '../geo/location.js'
 import type { FilterSpec, ListQuery } from '../lists/filter-compiler.js'
 import { listPage } from '../lists/page.js'
 import { type DeviceInput, parseDeviceBody } from './device-rules.js'
-import { assertCanSee, assertCanWrite, findActiveDevice, visibleTo } from './device-access.js'
-import type { DeviceRow } from './device-view.js'
+import { assertCanWrite, type DeviceRow, parseDeviceId, readScope, reads, visibleTo } from './device-access.js'
 
 const tagExists = (condition: SQL): SQL =>
   sql`exists (select 1 from ${deviceTags} join ${tags} on ${tags.id} = ${deviceTags.tagId} where ${deviceTags.deviceId} = ${devices.id} and ${condition})`
@@ -57,13 +56,6 @@ export function stateFor (device: { macAddress: string | null, lastReadingAt: Da
   return device.macAddress === null ? 'not_configured' : 'never_published'
 }
 
-/** An active device that the caller may see; 404 when unknown, archived, or private to someone else. */
-export async function findVisibleDevice (db: Executor, id: string | number, viewer: Viewer | null): Promise<DeviceRow> {
-  const row = await findActiveDevice(db, id)
-  assertCanSee(viewer, row)
-  return row
-}
-
 const NEAR = /^(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)$/
 
 /** Great-circle distance in km from a point, in SQL: `near` orders by it (behaviour.md §5.4). */
@@ -74,13 +66,21 @@ function distanceKm (lat: number, lng: number): SQL {
 
 export interface DeviceListParams { near?: string | undefined, within?: string | undefined, withTags?: string | undefined }
 
-export async function listDevices (db: Executor, query: ListQuery, params: DeviceListParams, viewer: Viewer | null): Promise<{ rows: DeviceRow[], total: number }> {
+/**
+ * A page of devices with everything their representation shows, and the total. The plain list
+ * (no filter, sort, near or tags: what dashboards poll) is one prepared statement; a filtered
+ * one finds the page's ids through the filter compiler, then reads them with the same statement.
+ */
+export async function listDevices (database: { db: Executor, sql: Sql }, query: ListQuery, params: DeviceListParams, viewer: Viewer | null): Promise<{ rows: DeviceRecord[], total: number }> {
+  const scope = readScope(viewer, true)
+  const offset = (query.page - 1) * query.perPage
+  const withTags = params.withTags?.split('|').map((t) => t.trim()).filter((t) => t !== '') ?? []
+  if (query.where === undefined && query.orderBy.length === 0 && params.near === undefined && withTags.length === 0) {
+    return await reads.page(database.sql, { limit: query.perPage, offset }, scope)
+  }
   const conditions: Array<SQL | undefined> = [isNull(devices.archivedAt), visibleTo(viewer), query.where]
   let order = query.orderBy
-  if (params.withTags !== undefined && params.withTags.trim() !== '') {
-    const names = params.withTags.split('|').map((t) => t.trim()).filter((t) => t !== '')
-    if (names.length > 0) conditions.push(tagExists(inArray(tags.name, names)))
-  }
+  if (withTags.length > 0) conditions.push(tagExists(inArray(tags.name, withTags)))
   if (params.near !== undefined) {
     const match = NEAR.exec(params.near.trim())
     const lat = Number(match?.[1])
@@ -94,14 +94,13 @@ export async function listDevices (db: Executor, query: ListQuery, params: Devic
     conditions.push(sql`${devices.latitude} is not null and ${distance} <= ${within}`)
     order = [sql`${distance} asc`, ...query.orderBy]
   }
-  return await listPage(db, devices, query, devices.id, and(...conditions), order)
+  const { rows, total } = await listPage(database.db, devices, query, devices.id, and(...conditions), order, { id: devices.id })
+  return { rows: await reads.byIds(database.sql, rows.map((r) => r.id), scope), total }
 }
 
-/** Active devices of several owners, as the caller may see them (a user's `devices`). */
-export async function devicesOfOwners (db: Executor, ownerIds: number[], viewer: Viewer | null): Promise<DeviceRow[]> {
-  if (ownerIds.length === 0) return []
-  return await db.select().from(devices)
-    .where(and(inArray(devices.ownerId, ownerIds), isNull(devices.archivedAt), visibleTo(viewer))).orderBy(asc(devices.id))
+/** Active devices of several owners, as the caller may see them, without data (a user's `devices`). */
+export async function devicesOfOwners (sql: Sql, ownerIds: number[], viewer: Viewer | null): Promise<DeviceRecord[]> {
+  return await reads.ofOwners(sql, ownerIds, readScope(viewer, false))
 }
 
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
@@ -295,10 +294,10 @@ export async function archiveDevice (db: Executor, device: DeviceRow, viewer: Vi
 export async function restoreDevice (db: Db, id: string, viewer: Viewer | null, now: Date): Promise<DeviceRow> {
   if (viewer === null) throw errors.unauthorized()
   if (!isAdmin(viewer)) throw errors.forbidden()
-  if (!/^\d{1,9}$/.test(id)) throw errors.notFound('Device', id)
+  const deviceId = parseDeviceId(id)
   return await db.transaction(async (tx) => {
-    const [device] = await tx.select().from(devices).where(eq(devices.id, Number(id))).for('update')
-    if (device === undefined) throw errors.notFound('Device', Number(id))
+    const [device] = await tx.select().from(devices).where(eq(devices.id, deviceId)).for('update')
+    if (device === undefined) throw errors.notFound('Device', deviceId)
     if (device.archivedAt === null) return device
     const mac = device.oldMacAddress
     const taken = mac === null ? false : (await tx.select({ id: devices.id }).from(devices).where(eq(devices.macAddress, mac)).limit(1)).length > 0

@@ -1,105 +1,18 @@
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
-import {
-  components, devices, deviceTags, type Executor, experimentDevices, kits, latestReadings, measurements,
-  postprocessings, sensors, sensorTags, tags, tagSensors, users
-} from '@esp/db'
+import type { DeviceRecord, DeviceSensorRecord } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
-import { ownsOrAdmin, visibleTo } from './device-access.js'
+import { canManage, type DeviceRow } from './device-access.js'
 import { presentSensor } from '../catalogue/catalogue-service.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp } from '../time.js'
-import { FILTERED, pictureUrl, userLocation, type UserRow } from '../users/user-presenter.js'
+import { FILTERED, pictureUrl, userLocation } from '../users/user-presenter.js'
 import { legacyStatus, systemTags } from './device-state.js'
 
-export type DeviceRow = typeof devices.$inferSelect
-type KitRow = typeof kits.$inferSelect
-type PostprocessingRow = typeof postprocessings.$inferSelect
-type SensorRow = typeof sensors.$inferSelect
-type MeasurementRow = typeof measurements.$inferSelect
-
-interface SensorReading {
-  sensor: SensorRow
-  measurement: MeasurementRow | null
-  latest: typeof latestReadings.$inferSelect | null
-  tags: string[]
-}
-
-/** Everything a device representation shows beyond its own row, loaded for a whole page at once. */
-export interface DeviceRelations {
-  owners: Map<number, UserRow>
-  ownerDeviceIds: Map<number, number[]>
-  kits: Map<number, KitRow>
-  userTags: Map<number, string[]>
-  postprocessing: Map<number, PostprocessingRow>
-  experiments: Map<number, number[]>
-  /** only when the representation carries `data` */
-  sensors: Map<number, SensorReading[]> | null
-}
-
-const group = <K, V>(rows: V[], key: (row: V) => K): Map<K, V[]> => {
-  const map = new Map<K, V[]>()
-  for (const row of rows) {
-    const k = key(row)
-    const list = map.get(k)
-    if (list === undefined) map.set(k, [row])
-    else list.push(row)
-  }
-  return map
-}
-
-/**
- * The relations of many devices in a fixed number of queries (seven at most), whatever the page
- * size: device lists and user profiles must not make a round trip per device.
+/*
+ * The device representation from a DeviceRecord, which the read statements of packages/db load
+ * with every relation (device-access.ts loadDevice, device-service.ts listDevices): no queries here.
  */
-export async function loadRelations (db: Executor, rows: DeviceRow[], viewer: Viewer | null, withData: boolean): Promise<DeviceRelations> {
-  const ids = rows.map((d) => d.id)
-  const ownerIds = [...new Set(rows.map((d) => d.ownerId))]
-  const kitIds = [...new Set(rows.map((d) => d.kitId).filter((k): k is number => k !== null))]
-  if (ids.length === 0) {
-    return { owners: new Map(), ownerDeviceIds: new Map(), kits: new Map(), userTags: new Map(), postprocessing: new Map(), experiments: new Map(), sensors: withData ? new Map() : null }
-  }
-  const [owners, siblings, kitRows, tagRows, postRows, experimentRows, sensorRows, sensorTagRows] = await Promise.all([
-    db.select().from(users).where(inArray(users.id, ownerIds)),
-    db.select({ ownerId: devices.ownerId, id: devices.id }).from(devices)
-      .where(and(inArray(devices.ownerId, ownerIds), isNull(devices.archivedAt), visibleTo(viewer))).orderBy(asc(devices.id)),
-    kitIds.length === 0 ? Promise.resolve([]) : db.select().from(kits).where(inArray(kits.id, kitIds)),
-    db.select({ deviceId: deviceTags.deviceId, name: tags.name }).from(deviceTags).innerJoin(tags, eq(tags.id, deviceTags.tagId))
-      .where(inArray(deviceTags.deviceId, ids)).orderBy(asc(tags.name)),
-    db.select().from(postprocessings).where(inArray(postprocessings.deviceId, ids)),
-    db.select().from(experimentDevices).where(inArray(experimentDevices.deviceId, ids)).orderBy(asc(experimentDevices.experimentId)),
-    withData
-      ? db.select({ deviceId: components.deviceId, sensor: sensors, measurement: measurements, latest: latestReadings }).from(components)
-        .innerJoin(sensors, eq(sensors.id, components.sensorId))
-        .leftJoin(measurements, eq(measurements.id, sensors.measurementId))
-        .leftJoin(latestReadings, and(eq(latestReadings.deviceId, components.deviceId), eq(latestReadings.sensorId, components.sensorId)))
-        .where(inArray(components.deviceId, ids)).orderBy(asc(sensors.name), asc(sensors.id))
-      : Promise.resolve([]),
-    withData
-      ? db.select({ sensorId: sensorTags.sensorId, name: tagSensors.name }).from(sensorTags)
-        .innerJoin(tagSensors, eq(tagSensors.id, sensorTags.tagSensorId))
-        .innerJoin(components, eq(components.sensorId, sensorTags.sensorId))
-        .where(inArray(components.deviceId, ids)).orderBy(asc(tagSensors.name))
-      : Promise.resolve([])
-  ])
-  // The join through components repeats a sensor's tags once per device that has it.
-  const sensorTagNames = new Map([...group(sensorTagRows, (r) => r.sensorId)].map(([k, v]) => [k, [...new Set(v.map((t) => t.name))]]))
-  return {
-    owners: new Map(owners.map((u) => [u.id, u])),
-    ownerDeviceIds: new Map([...group(siblings, (r) => r.ownerId)].map(([k, v]) => [k, v.map((r) => r.id)])),
-    kits: new Map(kitRows.map((k) => [k.id, k])),
-    userTags: new Map([...group(tagRows, (r) => r.deviceId)].map(([k, v]) => [k, v.map((r) => r.name)])),
-    postprocessing: new Map(postRows.map((p) => [p.deviceId, p])),
-    experiments: new Map([...group(experimentRows, (r) => r.deviceId)].map(([k, v]) => [k, v.map((r) => r.experimentId)])),
-    sensors: withData
-      ? new Map([...group(sensorRows, (r) => r.deviceId)].map(([k, v]) => [k, v.map((r) => ({
-        sensor: r.sensor, measurement: r.measurement, latest: r.latest, tags: sensorTagNames.get(r.sensor.id) ?? []
-      }))]))
-      : null
-  }
-}
 
-/** The owner and admins see a device's secrets and settings (contract: Authentication). */
-export const canManage = ownsOrAdmin
+export type { DeviceRow }
 
 /** `hardware` derived from the overrides or the status message's hw_ver (behaviour.md §5.1). */
 type HardwareFacts = Pick<DeviceRow, 'lastStatusMessage' | 'hardwareNameOverride' | 'hardwareTypeOverride' | 'hardwareVersionOverride' | 'hardwareSlugOverride'>
@@ -118,7 +31,7 @@ export function hardwareOf (device: HardwareFacts, authorised: boolean) {
   }
 }
 
-export function locationOf (device: DeviceRow) {
+export function locationOf (device: Pick<DeviceRow, 'exposure' | 'elevation' | 'latitude' | 'longitude' | 'geohash' | 'city' | 'countryCode'>) {
   return {
     ip: null,
     exposure: device.exposure,
@@ -132,10 +45,18 @@ export function locationOf (device: DeviceRow) {
   }
 }
 
-function presentSensorReading (entry: SensorReading) {
+/** A page's devices share their sensor objects (queries/devices.ts): each is presented once. */
+type SensorViews = WeakMap<object, ReturnType<typeof presentSensor>>
+
+function presentSensorReading (entry: DeviceSensorRecord, views: SensorViews) {
   const { sensor, latest } = entry
+  let view = views.get(sensor)
+  if (view === undefined) {
+    view = presentSensor(sensor, entry.measurement, entry.tags)
+    views.set(sensor, view)
+  }
   return {
-    ...presentSensor(sensor, entry.measurement, entry.tags),
+    ...view,
     // The connector's model requires a string here (clients.md §4.26).
     description: sensor.description ?? '',
     value: latest?.value ?? null,
@@ -146,7 +67,7 @@ function presentSensorReading (entry: SensorReading) {
   }
 }
 
-function presentData (device: DeviceRow, readings: SensorReading[], location: ReturnType<typeof locationOf>) {
+function presentData (device: DeviceRecord, readings: DeviceSensorRecord[], location: ReturnType<typeof locationOf>, views: SensorViews) {
   let recordedAt: Date | null = null
   let addedAt: Date | null = null
   for (const { latest } of readings) {
@@ -161,7 +82,7 @@ function presentData (device: DeviceRow, readings: SensorReading[], location: Re
     calibrated_at: formatTimestamp(addedAt),
     firmware: typeof status?.sam_ver === 'string' ? status.sam_ver : null,
     location,
-    sensors: readings.map(presentSensorReading)
+    sensors: readings.map((entry) => presentSensorReading(entry, views))
   }
 }
 
@@ -178,14 +99,14 @@ export interface PresentOptions {
  * `added_at`, `kit` and `status`). Secrets are `[FILTERED]` unless the caller owns the device or
  * is an admin; every object clients read is always an object (clients.md §4.26–27).
  */
-export function presentDevice (device: DeviceRow, relations: DeviceRelations, options: PresentOptions) {
+export function presentDevice (device: DeviceRecord, options: PresentOptions, views: SensorViews = new WeakMap()) {
   const authorised = canManage(options.viewer, device)
-  const owner = relations.owners.get(device.ownerId)
-  const kit = device.kitId === null ? undefined : relations.kits.get(device.kitId)
-  const post = relations.postprocessing.get(device.id)
+  const owner = device.owner
+  const kit = device.kit
+  const post = device.postprocessing
   const location = locationOf(device)
-  const readings = relations.sensors?.get(device.id)
-  const picture = owner === undefined ? null : pictureUrl(options.baseUrl, owner.profilePicture)
+  const readings = device.sensors
+  const picture = owner === null ? null : pictureUrl(options.baseUrl, owner.profilePicture)
   return {
     id: device.id,
     uuid: options.creation === true ? null : device.uuid,
@@ -193,7 +114,7 @@ export function presentDevice (device: DeviceRow, relations: DeviceRelations, op
     description: device.description,
     state: device.state,
     system_tags: systemTags(device, options.now),
-    user_tags: relations.userTags.get(device.id) ?? [],
+    user_tags: device.userTags,
     last_reading_at: formatTimestamp(device.lastReadingAt),
     created_at: formatTimestamp(device.createdAt),
     added_at: formatTimestamp(device.createdAt),
@@ -201,7 +122,7 @@ export function presentDevice (device: DeviceRow, relations: DeviceRelations, op
     notify: { stopped_publishing: device.notifyStoppedPublishing, low_battery: device.notifyLowBattery },
     device_token: authorised ? device.deviceToken : FILTERED,
     mac_address: authorised ? device.macAddress : FILTERED,
-    postprocessing: post === undefined
+    postprocessing: post === null
       ? null
       : {
           id: post.id,
@@ -226,7 +147,7 @@ export function presentDevice (device: DeviceRow, relations: DeviceRelations, op
       forwarding_destination: null
     },
     hardware: hardwareOf(device, authorised),
-    owner: owner === undefined
+    owner: owner === null
       ? null
       : {
           id: owner.id,
@@ -237,20 +158,20 @@ export function presentDevice (device: DeviceRow, relations: DeviceRelations, op
           url: owner.url,
           joined_at: formatTimestamp(owner.createdAt),
           location: userLocation(owner),
-          device_ids: relations.ownerDeviceIds.get(owner.id) ?? []
+          device_ids: device.ownerDeviceIds
         },
-    ...(readings !== undefined || relations.sensors !== null ? { data: presentData(device, readings ?? [], location) } : {}),
-    kit: kit === undefined
+    ...(readings !== null ? { data: presentData(device, readings, location, views) } : {}),
+    kit: kit === null
       ? null
       : { id: kit.id, uuid: kit.uuid, slug: kit.slug, name: kit.name, description: kit.description, created_at: formatTimestamp(kit.createdAt), updated_at: formatTimestamp(kit.updatedAt) },
-    experiment_ids: relations.experiments.get(device.id) ?? [],
+    experiment_ids: device.experimentIds,
     status: legacyStatus(device, options.now)
   }
 }
 
 export type DeviceView = ReturnType<typeof presentDevice>
 
-export async function presentDevices (db: Executor, rows: DeviceRow[], options: PresentOptions & { withData: boolean }): Promise<DeviceView[]> {
-  const relations = await loadRelations(db, rows, options.viewer, options.withData)
-  return rows.map((row) => presentDevice(row, relations, options))
+export function presentDevices (records: DeviceRecord[], options: PresentOptions): DeviceView[] {
+  const views: SensorViews = new WeakMap()
+  return records.map((record) => presentDevice(record, options, views))
 }

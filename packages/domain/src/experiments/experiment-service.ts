@@ -7,6 +7,7 @@ import type { FilterSpec } from '../lists/filter-compiler.js'
 import { parseTimeParam } from '../readings/time-params.js'
 import { formatTimestamp } from '../time.js'
 import { asBody, BodyReader } from '../validation/body-reader.js'
+import { recordIdOr404 } from '../validation/record-id.js'
 
 type ExperimentRow = typeof experiments.$inferSelect
 
@@ -56,9 +57,9 @@ export async function presentExperiments (db: Executor, rows: ExperimentRow[], v
 }
 
 export async function findExperiment (db: Executor, raw: string): Promise<ExperimentRow> {
-  if (!/^\d{1,9}$/.test(raw)) throw errors.notFound('Experiment', raw)
-  const [row] = await db.select().from(experiments).where(eq(experiments.id, Number(raw))).limit(1)
-  if (row === undefined) throw errors.notFound('Experiment', Number(raw))
+  const id = recordIdOr404('Experiment', raw)
+  const [row] = await db.select().from(experiments).where(eq(experiments.id, id)).limit(1)
+  if (row === undefined) throw errors.notFound('Experiment', id)
   return row
 }
 

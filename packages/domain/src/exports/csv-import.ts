@@ -2,6 +2,7 @@ import { inTransaction, pgDate, pgDateOrNull, type Database, type Sql } from '@e
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
+import { recordId } from '../validation/record-id.js'
 import type { JobSender } from '../jobs.js'
 import { formatTimestamp } from '../time.js'
 import { addProblem, asNumber, MAX_PROBLEMS, type BatchLimits, recordedAtProblem, type PostedValue, type ValuePath } from '../readings/batch.js'
@@ -43,7 +44,7 @@ export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { pa
     const recordedAt = parseRecordedAt(row[0])
     if (inHeader && recordedAt === null) {
       // Titles and units come first; only the last header line, the ids, counts.
-      parsed.sensorIds = row.slice(1).map((cell) => /^\d{1,9}$/.test(cell) && Number(cell) > 0 ? Number(cell) : null)
+      parsed.sensorIds = row.slice(1).map((cell) => { const id = recordId(cell); return id !== null && id > 0 ? id : null })
       delete problems.ids
       row.slice(1).forEach((cell, i) => { if (cell !== '' && parsed.sensorIds[i] === null) add('ids', `${key}, column ${i + 2}: "${cell.slice(0, 40)}" is not a sensor id`) })
       return
@@ -166,8 +167,9 @@ export async function createCsvImport (ctx: ImportContext, viewer: Viewer | null
 export async function csvImportStatus (sql: Sql, viewer: Viewer | null, deviceId: string, importId: string): Promise<ImportView> {
   const device = await findDeviceAccess(sql, deviceId)
   assertCanWrite(viewer, device)
-  const [row] = /^\d{1,9}$/.test(importId)
-    ? await sql.unsafe<ImportRow[]>(`select ${IMPORT_COLUMNS} from reading_imports where id = $1 and device_id = $2`, [Number(importId), device.id])
+  const id = recordId(importId)
+  const [row] = id !== null
+    ? await sql.unsafe<ImportRow[]>(`select ${IMPORT_COLUMNS} from reading_imports where id = $1 and device_id = $2`, [id, device.id])
     : []
   if (row === undefined) throw errors.notFound('CSV import', Number.isNaN(Number(importId)) ? importId : Number(importId))
   return present(row)

@@ -1,6 +1,7 @@
 import type { FieldErrors } from '../errors.js'
 import { parseRecordedAt } from './time-params.js'
 import { toId } from '../validation/body-reader.js'
+import { recordId } from '../validation/record-id.js'
 
 /**
  * One posted value before its sensor is resolved: `ref` is a sensor id or a kit/sensor key.
@@ -60,7 +61,8 @@ function asRef (id: unknown): number | string | null {
   if (typeof id === 'number') return toId(id)
   if (typeof id !== 'string') return null
   const trimmed = id.trim()
-  if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed)
+  const numeric = recordId(trimmed)
+  if (numeric !== null) return numeric
   return trimmed !== '' && trimmed.length <= 100 ? trimmed : null
 }
 

@@ -1,4 +1,5 @@
 import { ApiError, errors } from '../errors.js'
+import { recordId } from '../validation/record-id.js'
 import { DAY_MS, daysFromCivil } from '../time.js'
 
 /**
@@ -141,6 +142,7 @@ export function parseRecordedAt (value: unknown): Date | null {
 /** The `sensor_id` query parameter of the readings history and the export: null when absent. */
 export function parseSensorIdParam (value: string | undefined): number | null {
   if (value === undefined || value === '') return null
-  if (!/^\d{1,9}$/.test(value)) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
-  return Number(value)
+  const id = recordId(value)
+  if (id === null) throw errors.badRequest('sensor_id must be a sensor id', { sensor_id: ['must be an integer'] })
+  return id
 }

@@ -1,6 +1,7 @@
 import { and, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, devices, type Db, type Executor, isPgCode, PgCode, type UserRole, userRoles, users } from '@esp/db'
 import { errors } from '../errors.js'
+import { recordId } from '../validation/record-id.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import type { ListQuery, FilterSpec } from '../lists/filter-compiler.js'
@@ -150,10 +151,10 @@ export async function archiveUser (db: Db, target: UserRow, viewer: Viewer | nul
 
 /** `:id_or_username`: digits are an id, anything else an exact username (usernames are never all digits). */
 export async function findUser (db: Executor, key: string | number): Promise<UserRow> {
-  const byId = typeof key === 'number' || /^\d{1,9}$/.test(key)
+  const id = recordId(key)
   const [row] = await db.select().from(users)
-    .where(and(active, byId ? eq(users.id, Number(key)) : eq(users.username, String(key)))).limit(1)
-  if (row === undefined) throw errors.notFound('User', byId ? Number(key) : String(key))
+    .where(and(active, id !== null ? eq(users.id, id) : eq(users.username, String(key)))).limit(1)
+  if (row === undefined) throw errors.notFound('User', id ?? String(key))
   return row
 }
 

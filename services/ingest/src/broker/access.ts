@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { ApiError, type AuthThrottle, authenticateToken, canSee, ownsOrAdmin, safeEqual, type TokenSigner, type Viewer } from '@esp/domain'
+import { ApiError, type AuthThrottle, authenticateToken, canManage, canSee, safeEqual, type TokenSigner, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -153,7 +153,7 @@ export function installAccess (broker: {
     if (deviceId !== null) {
       const owner = deps.feed.privateOwner(deviceId)
       if (owner === undefined) return packet
-      return ownsOrAdmin(identity?.viewer ?? null, { ownerId: owner }) ? packet : null
+      return canManage(identity?.viewer ?? null, { ownerId: owner }) ? packet : null
     }
     const forwardingToken = parseForwardTopic(packet.topic)
     if (forwardingToken !== null) return identity?.forwardingToken === forwardingToken ? packet : null

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { compileListQuery, DeviceBody, type DeviceRow, deviceService, isAdmin, type MapBody, OkMessage, presentDevices } from '@esp/domain'
+import { compileListQuery, DeviceBody, type DeviceRecord, deviceService, isAdmin, loadDevice, loadDeviceRow, type MapBody, OkMessage, presentDevice, presentDevices } from '@esp/domain'
 import { baseUrl, errorResponses, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -44,8 +44,10 @@ async function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapB
 export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['devices']
-  const present = async (request: FastifyRequest, rows: DeviceRow[], options: { withData: boolean, creation?: boolean }) =>
-    await presentDevices(ctx.database.db, rows, { viewer: request.viewer, baseUrl: baseUrl(request), now: ctx.clock(), ...options })
+  const options = (request: FastifyRequest, creation = false) => ({ viewer: request.viewer, baseUrl: baseUrl(request), now: ctx.clock(), creation })
+  // After a write, the device is read back as GET /devices/:id reads it.
+  const reread = async (request: FastifyRequest, id: number, creation = false) =>
+    presentDevice(await loadDevice(ctx.database.sql, id, request.viewer), options(request, creation))
 
   app.get('/devices', {
     schema: {
@@ -57,9 +59,9 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), deviceService.deviceFilters, { admin: isAdmin(request.viewer) })
-    const { rows, total } = await deviceService.listDevices(ctx.database.db, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
+    const { rows, total } = await deviceService.listDevices(ctx.database, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
-    return await present(request, rows, { withData: true })
+    return presentDevices(rows, options(request))
   })
 
   app.get('/devices/world_map', {
@@ -89,9 +91,9 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       response: { 200: Type.Ref('Device'), ...errorResponses(401, 404, 429) }
     }
   }, async (request) => {
-    const row = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, request.viewer)
-    const [view] = await present(request, [row], { withData: true })
-    return view
+    // The request's whole path: parse the id, one prepared statement, the access check, the presenter.
+    const device: DeviceRecord = await loadDevice(ctx.database.sql, request.params.id, request.viewer)
+    return presentDevice(device, options(request))
   })
 
   app.post('/devices', {
@@ -107,8 +109,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     const viewer = requireViewer(request)
     const row = await deviceService.createDevice(ctx.database.db, request.body, viewer, { now: ctx.clock() })
     reply.code(201)
-    const [view] = await present(request, [row], { withData: true, creation: true })
-    return view
+    return await reread(request, row.id, true)
   })
 
   for (const method of ['PATCH', 'PUT'] as const) {
@@ -126,10 +127,9 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       },
       handler: async (request) => {
         const viewer = requireViewer(request)
-        const device = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, viewer)
+        const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
         const row = await deviceService.updateDevice(ctx.database.db, device, request.body ?? {}, viewer, { now: ctx.clock() })
-        const [view] = await present(request, [row], { withData: true })
-        return view
+        return await reread(request, row.id)
       }
     })
   }
@@ -145,7 +145,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request) => {
     const viewer = requireViewer(request)
-    const device = await deviceService.findVisibleDevice(ctx.database.db, request.params.id, viewer)
+    const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
     await deviceService.archiveDevice(ctx.database.db, device, viewer, ctx.clock())
     return { message: 'OK' }
   })
@@ -161,7 +161,6 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request) => {
     const row = await deviceService.restoreDevice(ctx.database.db, request.params.id, requireViewer(request), ctx.clock())
-    const [view] = await present(request, [row], { withData: true })
-    return view
+    return await reread(request, row.id)
   })
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { assertCanSee, deviceIdParam as parseDeviceId, errors, findDeviceAccess, historyJson, readingsHistory, rollupFunctions } from '@esp/domain'
+import { assertCanSee, findDeviceAccess, parseDeviceId, historyJson, readingsHistory, rollupFunctions } from '@esp/domain'
 import { errorResponses, parsedParam, recordIdParam } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -46,8 +46,7 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
     }
   }, async (request, reply) => {
     const deviceId = parseDeviceId(request.params.device_id)
-    if (deviceId === null) throw errors.notFound('Device', request.params.device_id)
-    const access = findDeviceAccess(ctx.database.sql, request.params.device_id).then((device) => { assertCanSee(request.viewer, device) })
+    const access = findDeviceAccess(ctx.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
     const history = await readingsHistory({ runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, deviceId, request.query, access)
     // The schema above documents the answer; its bytes are written from the buckets' numbers
     // (historyJson), where the serializer would first need them as thousands of tuples.

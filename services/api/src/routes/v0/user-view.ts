@@ -10,8 +10,8 @@ import type { ApiContext } from '../../context.js'
 export async function renderUsers (ctx: ApiContext, request: FastifyRequest, rows: UserRow[]): Promise<UserView[]> {
   const now = ctx.clock()
   const base = baseUrl(request)
-  const deviceRows = await deviceService.devicesOfOwners(ctx.database.db, rows.map((r) => r.id), request.viewer)
-  const views = await presentDevices(ctx.database.db, deviceRows, { viewer: request.viewer, baseUrl: base, now, withData: false })
+  const deviceRows = await deviceService.devicesOfOwners(ctx.database.sql, rows.map((r) => r.id), request.viewer)
+  const views = presentDevices(deviceRows, { viewer: request.viewer, baseUrl: base, now })
   const byOwner = new Map<number, unknown[]>()
   deviceRows.forEach((row, i) => {
     const list = byOwner.get(row.ownerId) ?? []

@@ -1,0 +1,286 @@
+import type { Sql } from '../client.js'
+
+/*
+ * The read statements of devices: a device and everything its representation shows (owner, the
+ * owner's device ids, kit, tags, postprocessing, experiments, and each sensor with its latest and
+ * previous values) in one statement, a page of devices and its total in one statement. Their text
+ * is fixed when the module loads and run with `prepare: true`, so each connection parses and
+ * plans them once: building SQL per request (Drizzle) and a statement per relation cost more than
+ * the database did on these paths.
+ *
+ * Parameters shared by every statement: $2 the viewer's user id (or null), $3 whether the viewer
+ * is an admin, $4 whether sensors and their values are wanted. The visibility rule itself is the
+ * domain's (device-access.ts), handed in as SQL text over $2 and $3.
+ *
+ * Every parameter is read through a subquery (`(select $4::bool)`), which the planner cannot fold
+ * into a constant. With bare parameters each custom plan looked cheaper than the generic one (an
+ * admin's `or true` drops the filter, a known limit shrinks the estimate), so PostgreSQL never
+ * settled on the generic plan and planned these statements again on every execution: 4-7 ms,
+ * twenty times the cost of running one. The generic plan is what a custom plan would be anyway.
+ */
+
+/*
+ * Lists come back as json rather than PostgreSQL arrays: the driver parses json natively, arrays
+ * character by character in JavaScript (a device lists every device id of its owner).
+ */
+
+/** A timestamptz as epoch milliseconds (floored, as a Date keeps them): no text to parse. */
+const ms = (column: string): string => `floor(extract(epoch from ${column}) * 1000)::float8`
+
+export interface OwnerRecord {
+  id: number
+  uuid: string
+  username: string
+  url: string | null
+  profilePicture: string | null
+  city: string | null
+  countryCode: string | null
+  createdAt: Date
+}
+
+export interface KitRecord { id: number, uuid: string, slug: string, name: string, description: string | null, createdAt: Date, updatedAt: Date }
+
+export interface PostprocessingRecord {
+  id: number
+  deviceId: number
+  blueprintUrl: string | null
+  hardwareUrl: string | null
+  forwardingParams: string | null
+  meta: string | null
+  latestPostprocessing: Date | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export interface SensorRecord {
+  id: number
+  uuid: string
+  parentId: number | null
+  name: string
+  description: string | null
+  unit: string | null
+  datasheet: string | null
+  unitDefinition: string | null
+  measurementId: number | null
+  defaultKey: string | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export interface MeasurementRecord { id: number, uuid: string, name: string, description: string | null, definition: string | null }
+
+export interface LatestRecord {
+  recordedAt: Date
+  value: number | null
+  rawValue: number | null
+  prevValue: number | null
+  prevRawValue: number | null
+  addedAt: Date
+}
+
+export interface DeviceSensorRecord { sensor: SensorRecord, measurement: MeasurementRecord | null, latest: LatestRecord | null, tags: string[] }
+
+/** A device as its representation needs it, with every relation. */
+export interface DeviceRecord {
+  id: number
+  uuid: string
+  ownerId: number
+  kitId: number | null
+  name: string
+  description: string | null
+  state: string
+  deviceToken: string | null
+  macAddress: string | null
+  exposure: string | null
+  latitude: number | null
+  longitude: number | null
+  elevation: number | null
+  geohash: string | null
+  city: string | null
+  countryCode: string | null
+  isPrivate: boolean
+  enableForwarding: boolean
+  preciseLocation: boolean
+  notifyStoppedPublishing: boolean
+  notifyLowBattery: boolean
+  hardwareNameOverride: string | null
+  hardwareTypeOverride: string | null
+  hardwareVersionOverride: string | null
+  hardwareSlugOverride: string | null
+  lastStatusMessage: unknown
+  lastReadingAt: Date | null
+  createdAt: Date
+  updatedAt: Date
+  owner: OwnerRecord | null
+  ownerDeviceIds: number[]
+  kit: KitRecord | null
+  userTags: string[]
+  postprocessing: PostprocessingRecord | null
+  experimentIds: number[]
+  /** null unless sensors were asked for */
+  sensors: DeviceSensorRecord[] | null
+}
+
+/** `visible(alias)`: the domain's visibility rule over a devices row of that alias, in $2 and $3. */
+export type VisibilitySql = (alias: string) => string
+
+/**
+ * The columns of a DeviceRecord over `d`, joined to `sib` (see `siblings`); `ownerIds` is the
+ * expression of the owner's device ids.
+ */
+function selectList (ownerIds: string): string {
+  return `
+  d.id, d.uuid, d.owner_id as "ownerId", d.kit_id as "kitId", d.name, d.description, d.state,
+  d.device_token as "deviceToken", d.mac_address::text as "macAddress", d.exposure, d.latitude, d.longitude,
+  d.elevation, d.geohash, d.city, d.country_code as "countryCode", d.is_private as "isPrivate",
+  d.enable_forwarding as "enableForwarding", d.precise_location as "preciseLocation",
+  d.notify_stopped_publishing as "notifyStoppedPublishing", d.notify_low_battery as "notifyLowBattery",
+  d.hardware_name_override as "hardwareNameOverride", d.hardware_type_override as "hardwareTypeOverride",
+  d.hardware_version_override as "hardwareVersionOverride", d.hardware_slug_override as "hardwareSlugOverride",
+  d.last_status_message as "lastStatusMessage",
+  ${ms('d.last_reading_at')} as "lastReadingAt", ${ms('d.created_at')} as "createdAt", ${ms('d.updated_at')} as "updatedAt",
+  (select json_build_object('id', u.id, 'uuid', u.uuid, 'username', u.username, 'url', u.url,
+      'profilePicture', u.profile_picture, 'city', u.city, 'countryCode', u.country_code, 'createdAt', ${ms('u.created_at')})
+    from users u where u.id = d.owner_id) as owner,
+  ${ownerIds} as "ownerDeviceIds",
+  (select json_build_object('id', k.id, 'uuid', k.uuid, 'slug', k.slug, 'name', k.name, 'description', k.description,
+      'createdAt', ${ms('k.created_at')}, 'updatedAt', ${ms('k.updated_at')})
+    from kits k where k.id = d.kit_id) as kit,
+  (select coalesce(json_agg(t.name order by t.name), '[]') from device_tags dt join tags t on t.id = dt.tag_id where dt.device_id = d.id) as "userTags",
+  (select json_build_object('id', p.id, 'deviceId', p.device_id, 'blueprintUrl', p.blueprint_url, 'hardwareUrl', p.hardware_url,
+      'forwardingParams', p.forwarding_params, 'meta', p.meta, 'latestPostprocessing', ${ms('p.latest_postprocessing')},
+      'createdAt', ${ms('p.created_at')}, 'updatedAt', ${ms('p.updated_at')})
+    from postprocessings p where p.device_id = d.id) as postprocessing,
+  (select coalesce(json_agg(e.experiment_id order by e.experiment_id), '[]') from experiment_devices e where e.device_id = d.id) as "experimentIds",
+  case when (select $4::bool) then coalesce((select json_agg(json_build_object(
+      'sensor', json_build_object('id', s.id, 'uuid', s.uuid, 'parentId', s.parent_id, 'name', s.name, 'description', s.description,
+        'unit', s.unit, 'datasheet', s.datasheet, 'unitDefinition', s.unit_definition, 'measurementId', s.measurement_id,
+        'defaultKey', s.default_key, 'createdAt', ${ms('s.created_at')}, 'updatedAt', ${ms('s.updated_at')}),
+      'measurement', case when m.id is null then null
+        else json_build_object('id', m.id, 'uuid', m.uuid, 'name', m.name, 'description', m.description, 'definition', m.definition) end,
+      'latest', case when l.device_id is null then null
+        else json_build_object('recordedAt', ${ms('l.recorded_at')}, 'value', l.value, 'rawValue', l.raw_value,
+          'prevValue', l.prev_value, 'prevRawValue', l.prev_raw_value, 'addedAt', ${ms('l.added_at')}) end,
+      'tags', array(select ts.name from sensor_tags st join tag_sensors ts on ts.id = st.tag_sensor_id where st.sensor_id = s.id order by ts.name))
+    order by s.name, s.id)
+    from components c join sensors s on s.id = c.sensor_id
+    left join measurements m on m.id = s.measurement_id
+    left join latest_readings l on l.device_id = c.device_id and l.sensor_id = c.sensor_id
+    where c.device_id = d.id), '[]'::json) end as sensors`
+}
+
+type Raw = Record<string, unknown>
+const date = (value: unknown): Date => new Date(value as number)
+const dateOrNull = (value: unknown): Date | null => value === null || value === undefined ? null : new Date(value as number)
+
+/** Sensors already read in this result, by id: a page's devices share one object per sensor. */
+type SensorCache = Map<number, SensorRecord>
+
+function asSensor (raw: Raw, cache: SensorCache): DeviceSensorRecord {
+  const sensor = raw.sensor as Raw
+  const latest = raw.latest as Raw | null
+  const id = sensor.id as number
+  let record = cache.get(id)
+  if (record === undefined) {
+    record = { ...sensor, createdAt: date(sensor.createdAt), updatedAt: date(sensor.updatedAt) } as unknown as SensorRecord
+    cache.set(id, record)
+  }
+  return {
+    sensor: record,
+    measurement: raw.measurement as MeasurementRecord | null,
+    latest: latest === null ? null : { ...latest, recordedAt: date(latest.recordedAt), addedAt: date(latest.addedAt) } as unknown as LatestRecord,
+    tags: raw.tags as string[]
+  }
+}
+
+/** A statement's row as a DeviceRecord: times from milliseconds into Dates. */
+function asRecord (row: Raw, cache: SensorCache = new Map()): DeviceRecord {
+  const owner = row.owner as Raw | null
+  const kit = row.kit as Raw | null
+  const post = row.postprocessing as Raw | null
+  const sensors = row.sensors as Raw[] | null
+  return {
+    ...row,
+    lastReadingAt: dateOrNull(row.lastReadingAt),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
+    owner: owner === null ? null : { ...owner, createdAt: date(owner.createdAt) } as unknown as OwnerRecord,
+    kit: kit === null ? null : { ...kit, createdAt: date(kit.createdAt), updatedAt: date(kit.updatedAt) } as unknown as KitRecord,
+    postprocessing: post === null
+      ? null
+      : { ...post, latestPostprocessing: dateOrNull(post.latestPostprocessing), createdAt: date(post.createdAt), updatedAt: date(post.updatedAt) } as unknown as PostprocessingRecord,
+    sensors: sensors === null ? null : sensors.map((sensor) => asSensor(sensor, cache))
+  } as unknown as DeviceRecord
+}
+
+/**
+ * The rows of a list as DeviceRecords. Only the first row of each owner carries the owner's device
+ * ids (the driver would parse the same list again for every device); the others share its array.
+ */
+function asRecords (rows: Raw[]): DeviceRecord[] {
+  const cache: SensorCache = new Map()
+  const records = rows.map((row) => asRecord(row, cache))
+  const ids = new Map<number, number[]>()
+  // null on every row of an owner but one, whatever the type says until here
+  const carried = (record: DeviceRecord): number[] | null => record.ownerDeviceIds
+  for (const record of records) {
+    const own = carried(record)
+    if (own !== null) ids.set(record.ownerId, own)
+  }
+  for (const record of records) record.ownerDeviceIds = carried(record) ?? ids.get(record.ownerId) ?? []
+  return records
+}
+
+/** Who reads: the visibility rule's parameters and whether sensors are wanted. */
+export interface ReadScope { viewerId: number | null, admin: boolean, withData: boolean }
+
+export interface DeviceReads {
+  /** The active device with this id, whoever may see it (the caller checks access), or undefined. */
+  byId: (sql: Sql, id: number, scope: ReadScope) => Promise<DeviceRecord | undefined>
+  /** Active devices by id, in the order given; those the scope may not see are left out. */
+  byIds: (sql: Sql, ids: number[], scope: ReadScope) => Promise<DeviceRecord[]>
+  /** The active devices of these owners that the scope may see, by id. */
+  ofOwners: (sql: Sql, ownerIds: number[], scope: ReadScope) => Promise<DeviceRecord[]>
+  /** A page of the active devices the scope may see, by id, and how many there are in all. */
+  page: (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope) => Promise<{ rows: DeviceRecord[], total: number }>
+}
+
+/** The statements, their text made once with the domain's visibility rule. */
+export function deviceReads (visible: VisibilitySql): DeviceReads {
+  const select = selectList("coalesce(sib.ids, '[]')")
+  const listSelect = selectList("case when row_number() over (partition by d.owner_id) = 1 then coalesce(sib.ids, '[]') end")
+  // The ids of each owner's devices, once per owner: every device of a page lists them, and
+  // aggregating them again for each row was most of a page's time when one owner has many.
+  const siblings = (owners: string): string => `siblings as (select o.owner_id, json_agg(o.id order by o.id) as ids from devices o
+    where o.owner_id in (${owners}) and o.archived_at is null and ${visible('o')} group by o.owner_id)`
+  const from = 'devices d left join siblings sib on sib.owner_id = d.owner_id'
+  const byId = `with ${siblings('select owner_id from devices where id = $1')}
+    select ${select} from ${from} where d.id = $1 and d.archived_at is null`
+  const byIds = `with ${siblings('select owner_id from devices where id = any($1::int4[])')}
+    select ${listSelect} from unnest($1::int4[]) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
+    where d.archived_at is null and ${visible('d')} order by wanted.n`
+  const ofOwners = `with ${siblings('select unnest($1::int4[])')}
+    select ${listSelect} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
+  // One row with a null id when the page is past the end, so the total still comes back.
+  const page = `with matching as (select d.id from devices d where d.archived_at is null and ${visible('d')}),
+    wanted as (select id from matching order by id limit (select $1::int8) offset (select $5::int8)),
+    ${siblings('select owner_id from devices where id in (select id from wanted)')}
+    select (select count(*) from matching) as total, x.* from (select 1) one
+    left join (select ${listSelect} from wanted join ${from} on d.id = wanted.id) x on true order by x.id`
+  const params = (key: unknown, scope: ReadScope): Array<number | boolean | null | number[]> =>
+    [key as number, scope.viewerId, scope.admin, scope.withData]
+  const run = async (sql: Sql, text: string, values: unknown[]): Promise<Raw[]> =>
+    await sql.unsafe<Raw[]>(text, values as never[], { prepare: true })
+  return {
+    byId: async (sql, id, scope) => {
+      const [row] = await run(sql, byId, params(id, scope))
+      return row === undefined ? undefined : asRecord(row)
+    },
+    byIds: async (sql, ids, scope) => ids.length === 0 ? [] : asRecords(await run(sql, byIds, params(ids, scope))),
+    ofOwners: async (sql, ownerIds, scope) => ownerIds.length === 0 ? [] : asRecords(await run(sql, ofOwners, params(ownerIds, scope))),
+    page: async (sql, { limit, offset }, scope) => {
+      const rows = await run(sql, page, [...params(limit, scope), offset])
+      return { rows: asRecords(rows.filter((r) => r.id !== null)), total: Number(rows[0]?.total ?? 0) }
+    }
+  }
+}
