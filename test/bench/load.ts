@@ -23,4 +23,4 @@ await Promise.all(Array.from({ length: options.concurrency }, async () => {
   }
 }))
 const seconds = (performance.now() - t0) / 1000
-console.log(JSON.stringify({ requests: latencies.length, failures, requestsPerSecond: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95) }))
+console.log(JSON.stringify({ requests: latencies.length, failures, requestsPerSecond: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) }))
