@@ -59,6 +59,10 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
   await fetch(`${p.base}/v0/users`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'reader', email: 'reader@example.org', password: 'reader password' }) })
   const session = await fetch(`${p.base}/v0/sessions`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'reader', password: 'reader password' }) })
   const { access_token: token } = await session.json() as { access_token: string }
+  // A user as most are, with a device: the bench's own user owns every seeded device.
+  const [reader] = await p.database.sql<{ id: number }[]>`select id from users where username = 'reader'`
+  const readerId = reader?.id ?? 0
+  await p.database.sql`update devices set owner_id = ${readerId} where id = ${deviceId + 1}`
   const bare = Fastify({ logger: false })
   bare.get<{ Params: { id: string } }>('/lookup/:id', async (request) => {
     const [row] = await p.database.sql`select id, name, description, state, last_reading_at from devices where id = ${Number(request.params.id)}`
@@ -71,7 +75,7 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     { route: 'GET /v0/devices/:id', path: `/v0/devices/${deviceId}`, target: 0.5 },
     { route: 'GET /v0/devices (25 a page)', path: '/v0/devices?per_page=25', target: 0.15 },
     { route: 'GET /v0/sensors/:id', path: '/v0/sensors/55', target: 0.7 },
-    { route: 'GET /v0/users/:id', path: `/v0/users/${p.userId}`, target: 0.7 },
+    { route: 'GET /v0/users/:id', path: `/v0/users/${readerId}`, target: 0.7 },
     { route: 'GET /v0/kits/:id', path: '/v0/kits/26', target: 0.7 },
     { route: 'GET /v0/', path: '/v0/', target: null }
   ]
