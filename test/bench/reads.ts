@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import type { BenchPlatform } from './setup.js'
-import { progress, round, runScript } from './stats.js'
+import { percentile, progress, round, runScript } from './stats.js'
 
 interface Load { requests: number, failures: number, requestsPerSecond: number, p50: number, p95: number, p99: number }
 
@@ -28,6 +28,27 @@ async function load (url: string, headers: Record<string, string>, concurrency: 
   const result = await runScript<Load>('load.ts', { url, headers, concurrency, seconds }, 'the load generator')
   if (result.failures > 0) throw new Error(`${url}: ${result.failures} requests failed`)
   return result
+}
+
+/**
+ * Two loads compared by their ratio, in alternating slices (A B, B A, ...) rather than one after
+ * the other: on a machine shared with other work, load that comes and goes then weighs on both.
+ */
+async function paired (url: string, a: Record<string, string>, b: Record<string, string>, concurrency: number, seconds: number, slices: number): Promise<[Load, Load]> {
+  const sides = [a, b].map(() => ({ latencies: [] as number[], requests: 0, seconds: 0 }))
+  for (let i = 0; i < slices; i++) {
+    for (const side of i % 2 === 0 ? [0, 1] : [1, 0]) {
+      const result = await runScript<Load & { seconds: number, latencies: number[] }>('load.ts', { url, headers: side === 0 ? a : b, concurrency, seconds: seconds / slices, raw: true }, 'the load generator')
+      if (result.failures > 0) throw new Error(`${url}: ${result.failures} requests failed`)
+      const total = sides[side]
+      if (total === undefined) continue
+      for (const latency of result.latencies) total.latencies.push(latency)
+      total.requests += result.requests
+      total.seconds += result.seconds
+    }
+  }
+  const [first, second] = sides.map((s) => ({ requests: s.requests, failures: 0, requestsPerSecond: s.requests / s.seconds, p50: percentile(s.latencies, 50), p95: percentile(s.latencies, 95), p99: percentile(s.latencies, 99) }))
+  return [first as Load, second as Load]
 }
 
 /**
@@ -87,8 +108,7 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     })
     const results: RouteFigures[] = []
     for (const { route, path, target } of routes) {
-      const anonymous = await load(`${p.base}${path}`, {}, concurrency, seconds)
-      const bearer = await load(`${p.base}${path}`, { authorization: `Bearer ${token}` }, concurrency, seconds)
+      const [anonymous, bearer] = await paired(`${p.base}${path}`, {}, { authorization: `Bearer ${token}` }, concurrency, seconds, quick ? 1 : 5)
       results.push({ route, target, anonymous: figures(anonymous), bearer: figures(bearer), bearerToAnonymous: round(bearer.requestsPerSecond / anonymous.requestsPerSecond, 3) })
     }
     return {
