@@ -118,6 +118,8 @@ export class CredentialCache {
   /** Remembers a credential verified under `generation` (read before the check), until `expiresAtMs` at the latest. */
   set (key: string, viewer: Viewer, generation: number, nowMs: number, expiresAtMs = Infinity): void {
     this.entries.delete(key)
+    // An expiry that cannot be read is not remembered: NaN would never compare as past.
+    if (Number.isNaN(expiresAtMs)) return
     this.entries.set(key, { viewer, generation, expiresAtMs: Math.min(expiresAtMs, nowMs + this.options.ttlMs) })
     while (this.entries.size > this.options.maxEntries) {
       const oldest = this.entries.keys().next()

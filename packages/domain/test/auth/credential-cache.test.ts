@@ -125,3 +125,9 @@ t.test('the cache is bounded and forgets after its TTL', async (t) => {
   t.not(cache.basicKey('x', 'p'), new CredentialCache().basicKey('x', 'p'), 'Basic keys are keyed by a secret of the process')
   t.notMatch(cache.basicKey('x', 'secret password'), /secret/)
 })
+
+t.test('an unreadable expiry is not remembered', async (t) => {
+  const cache = new CredentialCache({ ttlMs: 1000, maxEntries: 2 })
+  cache.set('a', { id: 1, username: 'u', role: 'citizen' }, 1, 0, Number.NaN)
+  t.equal(cache.get('a', 1, 1), undefined)
+})
