@@ -2,11 +2,11 @@
  * A closed-loop HTTP load in a process of its own: `concurrency` keep-alive clients request `url`
  * back to back for `seconds`, and one JSON line reports requests per second and latencies. Kept
  * apart from the server it measures so that the client's work takes no event-loop time from it.
- * Arguments: JSON {url, headers, concurrency, seconds}.
+ * Arguments: JSON {url, headers, concurrency, seconds, raw}; with raw, every latency is reported too.
  */
 import { percentile } from './stats.js'
 
-const options = JSON.parse(process.argv[2] ?? '{}') as { url: string, headers: Record<string, string>, concurrency: number, seconds: number }
+const options = JSON.parse(process.argv[2] ?? '{}') as { url: string, headers: Record<string, string>, concurrency: number, seconds: number, raw?: boolean }
 const latencies: number[] = []
 let failures = 0
 // Warm the connections and the server's caches before the clock starts.
@@ -23,4 +23,4 @@ await Promise.all(Array.from({ length: options.concurrency }, async () => {
   }
 }))
 const seconds = (performance.now() - t0) / 1000
-console.log(JSON.stringify({ requests: latencies.length, failures, requestsPerSecond: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) }))
+console.log(JSON.stringify({ requests: latencies.length, failures, requestsPerSecond: latencies.length / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), seconds, ...(options.raw === true ? { latencies } : {}) }))

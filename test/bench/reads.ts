@@ -1,21 +1,27 @@
 import Fastify from 'fastify'
 import type { BenchPlatform } from './setup.js'
-import { progress, round, runScript } from './stats.js'
+import { percentile, progress, round, runScript } from './stats.js'
 
 interface Load { requests: number, failures: number, requestsPerSecond: number, p50: number, p95: number, p99: number }
 
-export interface RouteFigures { requestsPerSecond: number, p50: number, p95: number, p99: number, ratioToBaseline: number }
+export interface LoadFigures { requestsPerSecond: number, p50: number, p95: number, p99: number, ratioToBaseline: number }
+
+export interface RouteFigures {
+  route: string
+  /** the issue's target against the bare lookup (anonymous), none for GET /v0/ */
+  target: number | null
+  anonymous: LoadFigures
+  bearer: LoadFigures
+  /** the same request with a citizen's Bearer token against it made anonymously: target >= 0.85 */
+  bearerToAnonymous: number
+}
 
 export interface ReadFigures {
   devices: number
   concurrency: number
   seconds: number
   baseline: { requestsPerSecond: number, p50: number, p99: number }
-  /** with the admin's Bearer token */
-  device: RouteFigures
-  list: RouteFigures
-  /** the same requests made anonymously: what authentication adds is the difference */
-  anonymous: { device: RouteFigures, list: RouteFigures }
+  routes: RouteFigures[]
 }
 
 async function load (url: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<Load> {
@@ -25,9 +31,32 @@ async function load (url: string, headers: Record<string, string>, concurrency: 
 }
 
 /**
- * Case 4, reads: `GET /v0/devices/:id` (a device with 12 sensors and their latest values) and
- * `GET /v0/devices` (a page of 25) through the whole platform, against a bare Fastify route on the
- * same pool that looks one device row up by id: what the framework and one round trip cost.
+ * Two loads compared by their ratio, in alternating slices (A B, B A, ...) rather than one after
+ * the other: on a machine shared with other work, load that comes and goes then weighs on both.
+ */
+async function paired (url: string, a: Record<string, string>, b: Record<string, string>, concurrency: number, seconds: number, slices: number): Promise<[Load, Load]> {
+  const sides = [a, b].map(() => ({ latencies: [] as number[], requests: 0, seconds: 0 }))
+  for (let i = 0; i < slices; i++) {
+    for (const side of i % 2 === 0 ? [0, 1] : [1, 0]) {
+      const result = await runScript<Load & { seconds: number, latencies: number[] }>('load.ts', { url, headers: side === 0 ? a : b, concurrency, seconds: seconds / slices, raw: true }, 'the load generator')
+      if (result.failures > 0) throw new Error(`${url}: ${result.failures} requests failed`)
+      const total = sides[side]
+      if (total === undefined) continue
+      for (const latency of result.latencies) total.latencies.push(latency)
+      total.requests += result.requests
+      total.seconds += result.seconds
+    }
+  }
+  const [first, second] = sides.map((s) => ({ requests: s.requests, failures: 0, requestsPerSecond: s.requests / s.seconds, p50: percentile(s.latencies, 50), p95: percentile(s.latencies, 95), p99: percentile(s.latencies, 99) }))
+  return [first as Load, second as Load]
+}
+
+/**
+ * Case 4, reads: a device with 12 sensors and their latest values, a page of 25 devices, a sensor,
+ * a user, a kit and the API root, each anonymously and with a citizen's Bearer token, through the
+ * whole platform, against a bare Fastify route on the same pool that looks one device row up by
+ * id: what the framework and one round trip cost. Rate limits are on, with a limit configured for
+ * the run (setup.ts) that this traffic stays under.
  */
 export async function benchReads (p: BenchPlatform, quick: boolean): Promise<ReadFigures> {
   const devices = quick ? 30 : 1000
@@ -46,6 +75,15 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     select min(device_id) as id from latest`
   await p.database.sql`insert into components (device_id, sensor_id) select device_id, sensor_id from latest_readings on conflict do nothing`
   const deviceId = first?.id ?? 0
+  // A citizen, as most callers are: an admin would skip the rate limiter and flatter the ratio.
+  const json = { 'content-type': 'application/json' }
+  await fetch(`${p.base}/v0/users`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'reader', email: 'reader@example.org', password: 'reader password' }) })
+  const session = await fetch(`${p.base}/v0/sessions`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'reader', password: 'reader password' }) })
+  const { access_token: token } = await session.json() as { access_token: string }
+  // A user as most are, with a device: the bench's own user owns every seeded device.
+  const [reader] = await p.database.sql<{ id: number }[]>`select id from users where username = 'reader'`
+  const readerId = reader?.id ?? 0
+  await p.database.sql`update devices set owner_id = ${readerId} where id = ${deviceId + 1}`
   const bare = Fastify({ logger: false })
   bare.get<{ Params: { id: string } }>('/lookup/:id', async (request) => {
     const [row] = await p.database.sql`select id, name, description, state, last_reading_at from devices where id = ${Number(request.params.id)}`
@@ -54,25 +92,31 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
   await bare.listen({ port: 0, host: '127.0.0.1' })
   const address = bare.server.address()
   const bareBase = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
-  const auth = { authorization: `Bearer ${p.token}` }
+  const routes: Array<{ route: string, path: string, target: number | null }> = [
+    { route: 'GET /v0/devices/:id', path: `/v0/devices/${deviceId}`, target: 0.5 },
+    { route: 'GET /v0/devices (25 a page)', path: '/v0/devices?per_page=25', target: 0.15 },
+    { route: 'GET /v0/sensors/:id', path: '/v0/sensors/55', target: 0.7 },
+    { route: 'GET /v0/users/:id', path: `/v0/users/${readerId}`, target: 0.7 },
+    { route: 'GET /v0/kits/:id', path: '/v0/kits/26', target: 0.7 },
+    { route: 'GET /v0/', path: '/v0/', target: null }
+  ]
   try {
-    progress(`reads: ${concurrency} clients for ${seconds} s each: bare lookup, GET /v0/devices/:id and GET /v0/devices with a token and anonymously`)
+    progress(`reads: ${concurrency} clients for ${seconds} s each: bare lookup, then ${routes.length} routes anonymous and with a Bearer token`)
     const baseline = await load(`${bareBase}/lookup/${deviceId}`, {}, concurrency, seconds)
-    const device = await load(`${p.base}/v0/devices/${deviceId}`, auth, concurrency, seconds)
-    const list = await load(`${p.base}/v0/devices?per_page=25`, auth, concurrency, seconds)
-    const anonymousDevice = await load(`${p.base}/v0/devices/${deviceId}`, {}, concurrency, seconds)
-    const anonymousList = await load(`${p.base}/v0/devices?per_page=25`, {}, concurrency, seconds)
-    const figures = (l: Load): RouteFigures => ({
+    const figures = (l: Load): LoadFigures => ({
       requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), p99: round(l.p99), ratioToBaseline: round(l.requestsPerSecond / baseline.requestsPerSecond, 3)
     })
+    const results: RouteFigures[] = []
+    for (const { route, path, target } of routes) {
+      const [anonymous, bearer] = await paired(`${p.base}${path}`, {}, { authorization: `Bearer ${token}` }, concurrency, seconds, quick ? 1 : 5)
+      results.push({ route, target, anonymous: figures(anonymous), bearer: figures(bearer), bearerToAnonymous: round(bearer.requestsPerSecond / anonymous.requestsPerSecond, 3) })
+    }
     return {
       devices,
       concurrency,
       seconds,
       baseline: { requestsPerSecond: Math.round(baseline.requestsPerSecond), p50: round(baseline.p50), p99: round(baseline.p99) },
-      device: figures(device),
-      list: figures(list),
-      anonymous: { device: figures(anonymousDevice), list: figures(anonymousList) }
+      routes: results
     }
   } finally {
     await bare.close()

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { apiService } from '@esp/api'
-import { binaryReadings, createDatabase, type Database, dropDatabase, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
+import { binaryReadings, ChangeFeed, createDatabase, type Database, dropDatabase, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
 import { systemClock } from '@esp/domain'
 import { buildServer } from '@esp/http'
 import { exporterService } from '@esp/exporter'
@@ -50,6 +50,8 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
   await migrateDatabase(url)
   const database = createDatabase(url, { max: 20, applicationName: 'esp-bench' })
   await seedCatalogue(database.sql)
+  const changes = new ChangeFeed(database.sql)
+  await changes.start()
   const jwtSecret = 'bench-secret-bench-secret-bench-secret!!'
   const app = await buildServer({
     title: 'bench',
@@ -60,7 +62,10 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
     vendor: 'smartcitizen',
     versionGit: 'bench',
     ready: async () => null,
-    auth: { db: database.db, jwtSecret, clock: systemClock }
+    auth: { db: database.db, jwtSecret, clock: systemClock, changes },
+    // On, as in production, with a limit configured for the run: the reads case sends anonymous
+    // traffic from one address far above the platform's default of 90 a minute.
+    rateLimit: { perMinute: 100_000_000 }
   })
   await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x' })
   await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })

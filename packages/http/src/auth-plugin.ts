@@ -1,8 +1,8 @@
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Executor } from '@esp/db'
-import { AuthThrottle, authenticateToken, checkCredentials, type Clock, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
+import type { ChangeFeed, Executor } from '@esp/db'
+import { AUTH_TOPIC, Authenticator, AuthThrottle, type Clock, CredentialCache, type CredentialCacheOptions, DEFAULT_CREDENTIAL_CACHE, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
 import { createThrottleStore } from './auth-throttle.js'
 
 declare module 'fastify' {
@@ -10,6 +10,8 @@ declare module 'fastify' {
     tokenSigner: TokenSigner
     /** counts failed credential checks; every path that verifies a secret goes through it */
     authThrottle: AuthThrottle
+    /** bearer tokens and Basic credentials, remembered briefly (domain/src/auth/credential-cache.ts) */
+    authenticator: Authenticator
   }
   interface FastifyRequest {
     /** the authenticated caller, null when anonymous */
@@ -29,6 +31,10 @@ export interface AuthOptions {
   throttle?: ThrottleSettings | undefined
   /** counts shared by every instance (REDIS_URL); in memory without it */
   redisUrl?: string | undefined
+  /** how long and how many verified credentials are remembered; the platform's defaults without it */
+  cache?: CredentialCacheOptions | undefined
+  /** the process's change feed: frees remembered credentials early (correctness does not depend on it) */
+  changes?: ChangeFeed | undefined
 }
 
 function queryToken (request: FastifyRequest): string | undefined {
@@ -68,6 +74,12 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
   const refused = app.hasDecorator('metrics') ? app.metrics.authThrottled : undefined
   const throttle = new AuthThrottle(throttleStore.store, options.throttle ?? DEFAULT_THROTTLE, (reason) => { refused?.inc({ reason }) })
   app.decorate('authThrottle', throttle)
+  const authenticator = new Authenticator({ db: options.db, signer, now: options.clock, cache: new CredentialCache(options.cache ?? DEFAULT_CREDENTIAL_CACHE) })
+  app.decorate('authenticator', authenticator)
+  if (options.changes !== undefined) {
+    const unsubscribe = options.changes.subscribe(AUTH_TOPIC, authenticator.subscriber())
+    app.addHook('onClose', async () => { unsubscribe() })
+  }
 
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config.authenticate === false) return
@@ -79,7 +91,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     const gate = throttle.gate(request.ip)
     if (token !== undefined) {
       // A token names no account: a bad one counts for the address only.
-      const viewer = await gate.verifyToken(async () => token === '' ? null : await authenticateToken(options.db, signer, token, options.clock()))
+      const viewer = await authenticator.token(gate, token)
       if (viewer === null) throw errors.invalidToken(param !== undefined)
       request.viewer = viewer
       return
@@ -88,7 +100,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
       const decoded = Buffer.from(header.replace(/^basic\s+/i, ''), 'base64').toString('utf8')
       const colon = decoded.indexOf(':')
       const login = colon <= 0 ? undefined : decoded.slice(0, colon)
-      const viewer = await gate.verify(login, async () => login === undefined ? null : await checkCredentials(options.db, login, decoded.slice(colon + 1)))
+      const viewer = await authenticator.basic(gate, login, decoded.slice(colon + 1))
       if (viewer === null) throw errors.badCredentials()
       request.viewer = viewer
     }

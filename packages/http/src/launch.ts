@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import closeWithGrace from 'close-with-grace'
 import type { Static } from '@sinclair/typebox'
 import type { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, UploadConfig } from '@esp/config'
-import { migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@esp/db'
+import { ChangeFeed, migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@esp/db'
 import { listenWithFallback } from './listen.js'
 import { processApplicationName } from './metrics.js'
 import { buildServer, DOCS_PATH } from './server.js'
@@ -58,6 +58,8 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
   // Logged through the server's logger once there is one; the first change can only come later.
   let log: ((available: boolean, reason: string) => void) | undefined
   const databaseHealth = new DatabaseHealth(database.sql, { onChange: (available, reason) => { log?.(available, reason) } })
+  // One per process: caches subscribe to it (see packages/db/src/changes.ts).
+  const changes = new ChangeFeed(database.sql, (err) => { app?.log.warn({ err }, 'change feed') })
   try {
     const secret = await jwtSecret(config)
     app = await buildServer({
@@ -73,6 +75,7 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
         jwtSecret: secret,
         clock: systemClock,
         redisUrl: config.REDIS_URL,
+        changes,
         throttle: {
           accountFailures: config.AUTH_FAILURES_PER_ACCOUNT,
           addressFailures: config.AUTH_FAILURES_PER_ADDRESS,
@@ -103,6 +106,8 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       else serverLog.warn({ reason }, 'the database is unavailable: requests get 503 until it is back')
     }
     await options.register(app, database, { ...options, secret })
+    // Listening before serving; database.close() ends the listening connection with the pool.
+    await changes.start()
     const server = app
     const { port, fellBack } = await listenWithFallback(async (p) => {
       await server.listen({ port: p, host: config.HOST })

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { check, index, integer, pgTable, serial, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, check, index, integer, pgTable, serial, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { publicUuid, timestamps, tstz } from './columns.js'
 
 export const userRoles = ['citizen', 'researcher', 'admin'] as const
@@ -65,3 +65,15 @@ export const passwordResets = pgTable('password_resets', {
   usedAt: tstz(),
   createdAt: tstz().notNull().defaultNow()
 }, (t) => [index('password_resets_user_idx').on(t.userId)])
+
+/**
+ * One row, bumped by every transaction that revokes or changes credentials (password change or
+ * reset, a deleted or archived user, a role or username change, a revoked token, a deleted OAuth
+ * application). Processes that remember verified credentials read it before trusting their
+ * memory, so a revocation holds everywhere once its transaction committed
+ * (domain/src/auth/credential-cache.ts).
+ */
+export const authGeneration = pgTable('auth_generation', {
+  id: integer().primaryKey().default(1),
+  value: bigint({ mode: 'number' }).notNull().default(0)
+}, (t) => [check('auth_generation_one_row', sql`${t.id} = 1`)])

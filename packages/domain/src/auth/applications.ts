@@ -2,6 +2,7 @@ import { and, asc, eq } from 'drizzle-orm'
 import { type Executor, oauthApplications } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
+import { revokeCredentials } from './credential-cache.js'
 import { randomSecret, safeEqual, sha256 } from './secrets.js'
 import { issueAccessToken, checkCredentials, type IssuedToken, type TokenSigner } from './tokens.js'
 import type { CredentialGate } from './throttle.js'
@@ -86,6 +87,8 @@ export async function updateApplication (db: Executor, viewer: Viewer, id: numbe
 export async function deleteApplication (db: Executor, viewer: Viewer, id: number): Promise<void> {
   await ownApplication(db, viewer, id)
   await db.delete(oauthApplications).where(eq(oauthApplications.id, id))
+  // Its tokens went with it (on delete cascade): remembered ones must not outlive them.
+  await revokeCredentials(db, viewer.id)
 }
 
 /** RFC 6749 error, carried in the one error body (`id` is the OAuth error code). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { and, eq, gt, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, type Executor, users } from '@esp/db'
 import { errors } from '../errors.js'
+import { revokeCredentials } from './credential-cache.js'
 import { sha256, verifyPassword } from './secrets.js'
 import type { CredentialGate } from './throttle.js'
 import type { Viewer } from './viewer.js'
@@ -61,5 +62,8 @@ export async function login (db: Executor, signer: TokenSigner, gate: Credential
 }
 
 export async function revokeToken (db: Executor, token: string, now: Date): Promise<void> {
-  await db.update(accessTokens).set({ revokedAt: now }).where(and(eq(accessTokens.tokenHash, sha256(token)), isNull(accessTokens.revokedAt)))
+  const revoked = await db.update(accessTokens).set({ revokedAt: now }).where(and(eq(accessTokens.tokenHash, sha256(token)), isNull(accessTokens.revokedAt)))
+    .returning({ userId: accessTokens.userId })
+  // After the token's own update, so a process that sees the new generation also sees the revocation.
+  if (revoked[0] !== undefined) await revokeCredentials(db, revoked[0].userId)
 }

@@ -1,5 +1,6 @@
 import { eq, sql } from 'drizzle-orm'
 import { type Db, users } from '@esp/db'
+import { revokeCredentials } from '../auth/credential-cache.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
 
 export interface AdminAccount { username: string, email: string, password: string }
@@ -20,6 +21,7 @@ export async function ensureAdmin (db: Db, account: AdminAccount): Promise<numbe
     }
     if (existing !== undefined) {
       await tx.update(users).set({ role: 'admin', email: account.email, passwordHash, archivedAt: null, updatedAt: new Date(), ...forwarding }).where(eq(users.id, existing.id))
+      await revokeCredentials(tx, existing.id)
       return existing.id
     }
     const [row] = await tx.insert(users).values({ username: account.username, email: account.email, passwordHash, role: 'admin', legacyApiKey: randomSecret(20), ...forwarding }).returning({ id: users.id })

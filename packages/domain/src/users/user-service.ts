@@ -2,6 +2,7 @@ import { and, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, devices, type Db, type Executor, isPgCode, PgCode, type UserRole, userRoles, users } from '@esp/db'
 import { errors } from '../errors.js'
 import { recordId } from '../validation/record-id.js'
+import { revokeCredentials } from '../auth/credential-cache.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import type { ListQuery, FilterSpec } from '../lists/filter-compiler.js'
@@ -118,6 +119,8 @@ export async function updateUser (db: Db, target: UserRow, input: UserWrite, vie
     return await db.transaction(async (tx) => {
       const [row] = await tx.update(users).set(changes).where(eq(users.id, target.id)).returning()
       if (input.password !== undefined) await revokeTokens(tx, target.id, now)
+      // What a remembered login or viewer holds changed: every process checks it again.
+      else if (role !== undefined || input.username !== undefined || input.email !== undefined) await revokeCredentials(tx, target.id)
       if (row === undefined) throw errors.notFound('User', target.id)
       return row
     })
@@ -132,8 +135,10 @@ export async function setProfilePicture (db: Executor, userId: number, key: stri
   return row
 }
 
+/** Every token of the user, and every credential of theirs any process remembers (in the caller's transaction). */
 export async function revokeTokens (db: Executor, userId: number, now: Date): Promise<void> {
   await db.update(accessTokens).set({ revokedAt: now }).where(and(eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt)))
+  await revokeCredentials(db, userId)
 }
 
 /** Archives the account and its devices; the purge job removes them later. */

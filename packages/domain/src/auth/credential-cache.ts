@@ -1,0 +1,225 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import { and, eq, isNull, or, sql } from 'drizzle-orm'
+import { accessTokens, authGeneration, type ChangeSubscriber, type Executor, notifyChange, users } from '@esp/db'
+import { sha256 } from './secrets.js'
+import type { CredentialGate } from './throttle.js'
+import { checkCredentials, type TokenSigner } from './tokens.js'
+import type { Viewer } from './viewer.js'
+
+/**
+ * Verified credentials remembered in the process (issue 20), so a valid bearer token costs no
+ * token query and the same Basic credentials no argon2 hash per request.
+ *
+ * Design and guarantee:
+ * - Every transaction that revokes or changes credentials bumps the one-row `auth_generation`
+ *   (`revokeCredentials`) and sends an `auth` change notification. The bump commits with the
+ *   revocation, so it is visible to every snapshot taken after the revoking request returned.
+ * - Before a remembered entry is trusted, the process reads the generation with a query *sent
+ *   after the request arrived* (`GenerationBarrier`), and the entry counts only if it was verified
+ *   under that same generation. So a request that reaches any replica after a revocation returned
+ *   is checked against the database again: the revocation holds everywhere at once, without
+ *   waiting for NOTIFY, which reaches other processes some time later (or never, while their
+ *   listening connection is down).
+ * - The generation read is shared: every request waiting when one is sent gets its answer, so
+ *   under load a replica sends about one per round trip, not one per request: "at most one cheap
+ *   lookup" per request, and most requests share it.
+ * - An entry is verified under the generation read *before* its full check, so a revocation that
+ *   commits during the check leaves it stale at once.
+ * - The notification only frees memory early (and a reconnect of the feed clears everything); it
+ *   is not needed for correctness.
+ * - Entries live at most `ttlMs` (and never past the token's own expiry), in a bounded LRU keyed
+ *   by the token's SHA-256 or, for Basic, an HMAC-SHA256 of login and password under a secret of
+ *   this process: neither the token nor the password is kept. Failures are never remembered, so
+ *   every wrong secret still goes through the throttle and the full check.
+ */
+export const AUTH_TOPIC = 'auth'
+
+/** In the revoking transaction: makes every remembered credential of every process check again. */
+export async function revokeCredentials (tx: Pick<Executor, 'update' | 'execute'>, userId: number | null): Promise<void> {
+  await tx.update(authGeneration).set({ value: sql`${authGeneration.value} + 1` }).where(eq(authGeneration.id, 1))
+  await notifyChange(tx, AUTH_TOPIC, { userId })
+}
+
+type Read = () => Promise<number>
+interface Settle { resolve: (value: number) => void, reject: (err: unknown) => void }
+
+/**
+ * Reads the auth generation for many requests at once, each answer from a query sent after the
+ * caller asked: callers that arrive while one is in flight wait for the next one.
+ */
+export class GenerationBarrier {
+  private waiting: { promise: Promise<number> } & Settle | undefined
+  private running = false
+
+  constructor (private readonly read: Read) {}
+
+  async current (): Promise<number> {
+    if (this.waiting === undefined) {
+      let settle!: Settle
+      const promise = new Promise<number>((resolve, reject) => { settle = { resolve, reject } })
+      this.waiting = { promise, ...settle }
+    }
+    const { promise } = this.waiting
+    if (!this.running) this.send()
+    return await promise
+  }
+
+  private send (): void {
+    const batch = this.waiting
+    this.waiting = undefined
+    if (batch === undefined) return
+    this.running = true
+    this.read().then(batch.resolve, batch.reject).finally(() => {
+      this.running = false
+      this.send()
+    })
+  }
+}
+
+/** The generation read, built once (no statement is built per request). */
+export function generationReader (db: Executor): Read {
+  const prepared = db.select({ value: authGeneration.value }).from(authGeneration).where(eq(authGeneration.id, 1)).prepare('esp_auth_generation')
+  return async () => (await prepared.execute())[0]?.value ?? 0
+}
+
+interface Entry { viewer: Viewer, generation: number, expiresAtMs: number }
+
+export interface CredentialCacheOptions {
+  /** how long a verified credential is remembered at most */
+  ttlMs: number
+  /** entries kept at most; the least recently used goes first */
+  maxEntries: number
+}
+
+export const DEFAULT_CREDENTIAL_CACHE: CredentialCacheOptions = { ttlMs: 30_000, maxEntries: 10_000 }
+
+export class CredentialCache {
+  private readonly entries = new Map<string, Entry>()
+  private readonly secret = randomBytes(32)
+
+  constructor (private readonly options: CredentialCacheOptions = DEFAULT_CREDENTIAL_CACHE) {}
+
+  /** The key of Basic credentials: keyed, so a memory dump does not give a fast offline guess. */
+  basicKey (login: string, password: string): string {
+    return 'basic:' + createHmac('sha256', this.secret).update(login).update('\0').update(password).digest('base64url')
+  }
+
+  /** The viewer remembered under `key`, when it was verified under `generation` and is still fresh. */
+  get (key: string, generation: number, nowMs: number): Viewer | undefined {
+    const entry = this.entries.get(key)
+    if (entry === undefined) return undefined
+    this.entries.delete(key)
+    if (entry.generation !== generation || entry.expiresAtMs <= nowMs) return undefined
+    // Re-inserted: a Map keeps insertion order, so the first key is the least recently used.
+    this.entries.set(key, entry)
+    return entry.viewer
+  }
+
+  /** Remembers a credential verified under `generation` (read before the check), until `expiresAtMs` at the latest. */
+  set (key: string, viewer: Viewer, generation: number, nowMs: number, expiresAtMs = Infinity): void {
+    this.entries.delete(key)
+    // An expiry that cannot be read is not remembered: NaN would never compare as past.
+    if (Number.isNaN(expiresAtMs)) return
+    this.entries.set(key, { viewer, generation, expiresAtMs: Math.min(expiresAtMs, nowMs + this.options.ttlMs) })
+    while (this.entries.size > this.options.maxEntries) {
+      const oldest = this.entries.keys().next()
+      if (oldest.done === true) break
+      this.entries.delete(oldest.value)
+    }
+  }
+
+  /** A user's credentials changed (a change notification): forget them now rather than at the next check. */
+  forgetUser (userId: number): void {
+    for (const [key, entry] of this.entries) if (entry.viewer.id === userId) this.entries.delete(key)
+  }
+
+  clear (): void {
+    this.entries.clear()
+  }
+
+  get size (): number {
+    return this.entries.size
+  }
+}
+
+/** What a token or Basic check needs beyond the cache. */
+export interface AuthenticatorDeps {
+  db: Executor
+  signer: TokenSigner
+  now: () => Date
+  cache?: CredentialCache
+}
+
+/**
+ * Bearer tokens and Basic credentials, remembered as described at the top of this file. Each check
+ * runs inside the caller's throttle gate, hits included: a locked-out address is refused before
+ * anything is looked at, and a failure is counted every time.
+ */
+export class Authenticator {
+  readonly cache: CredentialCache
+  private readonly barrier: GenerationBarrier
+  private readonly tokenQuery
+
+  constructor (private readonly deps: AuthenticatorDeps) {
+    this.cache = deps.cache ?? new CredentialCache()
+    this.barrier = new GenerationBarrier(generationReader(deps.db))
+    this.tokenQuery = tokenStatement(deps.db)
+  }
+
+  /** The caller behind a bearer token, or null when it is forged, expired, revoked or its user is gone. */
+  async token (gate: CredentialGate, token: string): Promise<Viewer | null> {
+    return await gate.verifyToken(async () => {
+      if (token === '' || token.length > 4096) return null
+      const key = 'token:' + sha256(token)
+      const generation = await this.barrier.current()
+      const nowMs = this.deps.now().getTime()
+      const known = this.cache.get(key, generation, nowMs)
+      if (known !== undefined) return known
+      if (this.deps.signer.verify(token) === null) return null
+      const [row] = await this.tokenQuery.execute({ hash: key.slice(6), now: new Date(nowMs).toISOString() })
+      if (row === undefined) return null
+      const viewer: Viewer = { id: row.id, username: row.username, role: row.role }
+      this.cache.set(key, viewer, generation, nowMs, row.expiresAt === null ? Infinity : new Date(row.expiresAt).getTime())
+      return viewer
+    })
+  }
+
+  /** The user whose login and password these are, or null; the same pair costs one argon2 hash per generation and TTL. */
+  async basic (gate: CredentialGate, login: string | undefined, password: string): Promise<Viewer | null> {
+    return await gate.verify(login, async () => {
+      if (login === undefined) return null
+      const key = this.cache.basicKey(login, password)
+      const generation = await this.barrier.current()
+      const nowMs = this.deps.now().getTime()
+      const known = this.cache.get(key, generation, nowMs)
+      if (known !== undefined) return known
+      const viewer = await checkCredentials(this.deps.db, login, password)
+      if (viewer !== null) this.cache.set(key, viewer, generation, nowMs)
+      return viewer
+    })
+  }
+
+  /** For the change feed: a user's credentials changed, or (reset) notifications may have been missed. */
+  subscriber (): ChangeSubscriber {
+    return {
+      change: (payload) => {
+        const userId = typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? payload.userId : undefined
+        if (typeof userId === 'number') this.cache.forgetUser(userId)
+        else this.cache.clear()
+      },
+      reset: () => { this.cache.clear() }
+    }
+  }
+}
+
+/** The full token check, prepared once: signature aside, the token must be stored, unrevoked, unexpired, its user active. */
+function tokenStatement (db: Executor) {
+  return db.select({ id: users.id, username: users.username, role: users.role, expiresAt: sql<string | null>`${accessTokens.expiresAt}::text` })
+    .from(accessTokens).innerJoin(users, eq(users.id, accessTokens.userId))
+    .where(and(
+      eq(accessTokens.tokenHash, sql.placeholder('hash')),
+      isNull(accessTokens.revokedAt),
+      or(isNull(accessTokens.expiresAt), sql`${accessTokens.expiresAt} > ${sql.placeholder('now')}::timestamptz`),
+      isNull(users.archivedAt)
+    )).limit(1).prepare('esp_token_check')
+}
