@@ -107,12 +107,12 @@ export const metricsPlugin = fp(async (app: FastifyInstance, options: MetricsOpt
     new Gauge({ name: 'esp_db_pool_max', help: 'Connections this process may open to the database', registers }).set(pool.max)
     const connections = new Gauge({ name: 'esp_db_pool_connections', help: 'Open database connections of this process, by state (busy: running a query or in a transaction)', labelNames: ['state'], registers })
     metrics.onScrape(async () => {
+      // The connection that runs this query is one of the pool's, idle but for the scrape itself.
       const [row] = await pool.sql<Array<{ busy: number, idle: number }>>`
-        select count(*) filter (where state is distinct from 'idle')::int as busy,
-               count(*) filter (where state = 'idle')::int as idle
+        select count(*) filter (where state is distinct from 'idle' and pid <> pg_backend_pid())::int as busy,
+               count(*) filter (where state = 'idle' or pid = pg_backend_pid())::int as idle
           from pg_stat_activity
-         where application_name = ${pool.applicationName} and datname = current_database()
-           and pid <> pg_backend_pid()`
+         where application_name = ${pool.applicationName} and datname = current_database()`
       connections.set({ state: 'busy' }, row?.busy ?? 0)
       connections.set({ state: 'idle' }, row?.idle ?? 0)
     })
