@@ -34,11 +34,8 @@ export async function healthRoutes (app: FastifyInstance, options: { ready: Read
       const late = new Promise<string>((resolve) => { timer = setTimeout(() => { resolve(`the database did not answer within ${READY_DEADLINE_MS} ms`) }, READY_DEADLINE_MS) })
       problem = await Promise.race([options.ready(), late])
     } catch (err) {
-      const unavailable = databaseUnavailableReason(err)
-      if (unavailable !== null) {
-        if (app.hasDecorator('databaseHealth')) app.databaseHealth.note(err)
-        return sendError(reply, errors.databaseUnavailable(unavailable))
-      }
+      // The error handler answers it as any route's, and the database gate takes note of it.
+      if (databaseUnavailableReason(err) !== null) throw err
       problem = `the readiness check failed: ${err instanceof Error ? err.message : String(err)}`
     } finally {
       clearTimeout(timer)

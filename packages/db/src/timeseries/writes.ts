@@ -73,6 +73,8 @@ function devicesStatement (inserted: readonly ReadingRow[]): Statement {
  */
 export class KnownComponents {
   private readonly sensorsOf = new Map<number, Set<number>>()
+  /** the device used last, already at the end of the order: a batch asks about one device many times */
+  private latest: number | undefined
 
   constructor (private readonly maxDevices = 10_000) {}
 
@@ -83,8 +85,11 @@ export class KnownComponents {
     const sensors = this.sensorsOf.get(deviceId)
     if (sensors === undefined) return false
     // Moved to the end: the Map's order is the order of use, so the first key is the one to forget.
-    this.sensorsOf.delete(deviceId)
-    this.sensorsOf.set(deviceId, sensors)
+    if (deviceId !== this.latest) {
+      this.sensorsOf.delete(deviceId)
+      this.sensorsOf.set(deviceId, sensors)
+      this.latest = deviceId
+    }
     return sensors.has(sensorId)
   }
 
@@ -92,6 +97,7 @@ export class KnownComponents {
     const sensors = this.sensorsOf.get(deviceId)
     if (sensors !== undefined) { sensors.add(sensorId); return }
     this.sensorsOf.set(deviceId, new Set([sensorId]))
+    this.latest = deviceId
     if (this.sensorsOf.size > this.maxDevices) this.sensorsOf.delete(this.sensorsOf.keys().next().value as number)
   }
 }

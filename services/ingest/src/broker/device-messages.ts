@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Sql } from '@esp/db'
+import type { DatabaseHealth } from '@esp/http'
 import { markSeen, type MessageIngest, type MessageResult, storeInventory, storeStatus } from '@esp/domain'
 import { parseRawPayload, RawPayloadError } from './raw-payload.js'
 import type { DeviceTopic } from './topics.js'
@@ -32,7 +33,7 @@ export interface DeviceMessageDeps {
   /** JSON readings payloads larger than this are refused (raw ones are bounded by the firmware) */
   maxPayloadBytes: number
   /** the process's view of its database (DatabaseHealth in @esp/http), where the server has one */
-  health?: { readonly available: boolean, readonly reason: string | null, note: (err: unknown) => boolean } | undefined
+  health?: Pick<DatabaseHealth, 'available' | 'reason' | 'note'> | undefined
 }
 
 type Parsed = { data: unknown } | { empty: true } | { error: string }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, DeviceBody, type DeviceRecord, deviceService, isAdmin, loadDevice, loadDeviceRow, type MapBody, OkMessage, presentDevice, presentDevices } from '@esp/domain'
-import { baseUrl, errorResponses, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { baseUrl, errorResponses, etagMatches, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const Id = Type.Object({ id: recordIdParam('device', 20) })
@@ -28,8 +28,7 @@ function acceptedEncodings (header: string | undefined): Set<string> {
 /** Serves a precomputed map body: 304 on a matching ETag, else the best encoding the client accepts. */
 async function sendMap (request: FastifyRequest, reply: FastifyReply, body: MapBody, cacheControl: string): Promise<FastifyReply> {
   reply.header('etag', body.etag).header('cache-control', cacheControl).header('vary', 'accept-encoding')
-  const match = request.headers['if-none-match']
-  if (match !== undefined && match.split(',').some((tag) => tag.trim().replace(/^W\//, '') === body.etag)) return reply.code(304).send()
+  if (etagMatches(request.headers['if-none-match'], body.etag)) return reply.code(304).send()
   reply.type('application/json; charset=utf-8')
   const query = rawQuery(request)
   // pretty and JSON-P rewrite the body, so they get the plain rendering.
