@@ -83,7 +83,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
       access: {
         db: deps.database.db,
         sql: deps.database.sql,
-        signer: app.hasDecorator('tokenSigner') ? app.tokenSigner : null,
+        authenticator: app.hasDecorator('authenticator') ? app.authenticator : null,
         // The server's throttle, so HTTP and MQTT failures count together; a server without auth
         // (tests of the broker alone) still counts forwarding credentials.
         throttle: app.hasDecorator('authThrottle') ? app.authThrottle : new AuthThrottle(new MemoryThrottleStore(() => clock().getTime()), DEFAULT_THROTTLE),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { and, eq, gt, isNull, or, sql } from 'drizzle-orm'
+import { and, eq, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, type Executor, users } from '@esp/db'
 import { errors } from '../errors.js'
 import { revokeCredentials } from './credential-cache.js'
@@ -25,20 +25,6 @@ export async function issueAccessToken (db: Executor, signer: TokenSigner, optio
   const expiresAt = new Date(options.now.getTime() + options.ttlSeconds * 1000)
   await db.insert(accessTokens).values({ userId: options.userId, applicationId: options.applicationId ?? null, tokenHash: sha256(token), expiresAt, createdAt: options.now })
   return { token, expiresAt, expiresIn: options.ttlSeconds }
-}
-
-/** The caller behind a bearer token, or null when it is forged, expired, revoked or its user is gone. */
-export async function authenticateToken (db: Executor, signer: TokenSigner, token: string, now: Date): Promise<Viewer | null> {
-  if (token.length > 4096 || signer.verify(token) === null) return null
-  const [row] = await db.select({ id: users.id, username: users.username, role: users.role })
-    .from(accessTokens).innerJoin(users, eq(users.id, accessTokens.userId))
-    .where(and(
-      eq(accessTokens.tokenHash, sha256(token)),
-      isNull(accessTokens.revokedAt),
-      or(isNull(accessTokens.expiresAt), gt(accessTokens.expiresAt, now)),
-      isNull(users.archivedAt)
-    )).limit(1)
-  return row ?? null
 }
 
 /** A user found by username or e-mail (case-insensitive) whose password matches, or null. */

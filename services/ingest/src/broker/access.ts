@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { ApiError, type AuthThrottle, authenticateToken, canManage, canSee, safeEqual, type TokenSigner, type Viewer } from '@esp/domain'
+import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, safeEqual, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -18,7 +18,7 @@ export interface AccessDeps {
   db: Executor
   sql: Sql
   /** checks access tokens given as the MQTT password; null where the server has no auth */
-  signer: TokenSigner | null
+  authenticator: Authenticator | null
   /** the server's count of failed credential checks, shared with HTTP logins */
   throttle: AuthThrottle
   now: () => Date
@@ -55,9 +55,10 @@ async function userOf (deps: AccessDeps, address: string, username: string, pass
     const proved = await gate.verify(username, async () => forwarding.forwarding_token !== null && safeEqual(forwarding.forwarding_token, password) ? true : null)
     return proved === null ? null : { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
   }
-  const signer = deps.signer
-  if (signer === null || password.split('.').length !== 3) return null
-  const viewer = await gate.verifyToken(async () => await authenticateToken(deps.db, signer, password, deps.now()))
+  const authenticator = deps.authenticator
+  if (authenticator === null || password.split('.').length !== 3) return null
+  // The HTTP side's check: the same prepared statement, remembered tokens and revocations.
+  const viewer = await authenticator.token(gate, password)
   return viewer === null ? null : { viewer, forwardingToken: null }
 }
 
