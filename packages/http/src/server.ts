@@ -25,6 +25,7 @@ import { databaseGatePlugin, type DatabaseHealth } from './database-health.js'
 import { representationPlugin } from './representation.js'
 import { httpCachePlugin } from './http-cache.js'
 import { createUrlRewriter } from './versioning.js'
+import { sharedSerializers } from './serializers.js'
 
 export interface HttpSettings {
   /** absolute base URL for links; derived from the request when unset */
@@ -88,6 +89,7 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
     // the error handler refuses a missing Host itself, in the one error shape
     http: { requireHostHeader: false },
     rewriteUrl: (request) => rewrite(request.url ?? '/', request.headers.accept),
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
     ajv: {
       customOptions: { removeAdditional: 'all', coerceTypes: 'array', useDefaults: true, allErrors: true }
     }
