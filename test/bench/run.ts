@@ -95,7 +95,7 @@ if (results.rollups !== undefined) {
 if (results.reads !== undefined) {
   const r = results.reads
   lines.push('## Reads (case 4)', '',
-    `${r.concurrency} keep-alive clients for ${r.seconds} s per route and caller (anonymous and Bearer in alternating slices of ${r.seconds / 5} s), ${r.devices} devices with 12 latest values each; anonymous, and with a citizen's Bearer token. Baseline: a bare Fastify one-row lookup on the same pool, ${r.baseline.requestsPerSecond}/s, p50 ${r.baseline.p50} ms, p99 ${r.baseline.p99} ms. Rate limits on, with a limit configured for the run.`, '',
+    `${r.concurrency} keep-alive clients for ${r.seconds} s per route and caller (anonymous and Bearer in alternating slices of ${r.seconds / 5} s), ${r.devices} devices with 12 latest values each, ${r.devicesPerOwner} to an owner; anonymous, and with a citizen's Bearer token. Baseline: a bare Fastify one-row lookup on the same pool, ${r.baseline.requestsPerSecond}/s, p50 ${r.baseline.p50} ms, p99 ${r.baseline.p99} ms. Rate limits on, with a limit configured for the run.`, '',
     '| route | anonymous requests/s | p50 (p99) ms | ratio to bare | target | met | Bearer requests/s | p50 (p99) ms | Bearer / anonymous | >= 0.85 |', '|---|---|---|---|---|---|---|---|---|---|')
   for (const route of r.routes) {
     const a = route.anonymous

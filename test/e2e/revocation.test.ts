@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { startApiReplicas } from '../helpers/process.js'
 
 // Issue 20: credentials are remembered in each api process, yet a revocation made through one
 // replica holds in every other one by the time the revoking request has returned. Two real api
@@ -14,21 +14,8 @@ const basic = (login: string, password: string): string => `Basic ${Buffer.from(
 
 t.test('a password change or reset through one api process holds at once in another', async (t) => {
   const database = await createTestDatabase(t)
-  const env = {
-    PORT: '0',
-    DATABASE_URL: database.url,
-    // Both replicas must accept each other's tokens, as in production.
-    JWT_SECRET: randomBytes(32).toString('hex'),
-    // Each round makes a few deliberate failures; the throttle is not what is tested here.
-    AUTH_FAILURES_PER_ADDRESS: '10000',
-    AUTH_FAILURES_PER_ACCOUNT: '10000',
-    RATE_LIMIT_PER_MINUTE: '100000'
-  }
-  // One after the other: two processes opening one database at the same moment can deadlock in
-  // its start-up checks (seen here; not what this test is about).
-  const start = async (): Promise<string> => (await startProcess(t, 'services/api/src/main.ts', { ...env, DATA_DIR: tempDataDir(t) }).waitFor(HTTP_LINE, 90_000))[1] ?? ''
-  const baseA = await start()
-  const baseB = await start()
+  // Each round makes a few deliberate failures; the throttle is not what is tested here.
+  const [baseA = '', baseB = ''] = await startApiReplicas(t, database.url, { AUTH_FAILURES_PER_ADDRESS: '10000', AUTH_FAILURES_PER_ACCOUNT: '10000' })
   t.not(baseA, baseB)
 
   const json = { 'content-type': 'application/json' }

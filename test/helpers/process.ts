@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -86,4 +87,16 @@ export function startScriptArgs (): string[] {
   const script = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? ''
   const words = script.split(/\s+/)
   return words.slice(words.indexOf('node') + 1, words.indexOf('scripts/start.ts'))
+}
+
+/**
+ * Api processes (replicas) on one database, each with a data folder of its own, started one after
+ * the other: two opening one database at the same moment can deadlock in its start-up checks.
+ * The environment adds to what every replica gets (PORT 0, the database, one JWT secret for all).
+ */
+export async function startApiReplicas (t: Tap, databaseUrl: string, env: Record<string, string>, count = 2): Promise<string[]> {
+  const shared = { PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: randomBytes(32).toString('hex'), RATE_LIMIT_PER_MINUTE: '100000', ...env }
+  const bases: string[] = []
+  for (let i = 0; i < count; i++) bases.push((await startProcess(t, 'services/api/src/main.ts', { ...shared, DATA_DIR: tempDataDir(t) }).waitFor(HTTP_LINE, 90_000))[1] ?? '')
+  return bases
 }

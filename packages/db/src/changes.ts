@@ -14,6 +14,7 @@ import type { Executor, Sql } from './client.js'
  *   read barrier as well (the credential cache checks the auth generation row; see
  *   domain/src/auth/credential-cache.ts).
  */
+// Also named in migration 0006, whose trigger sends the reference data's changes.
 export const CHANGES_CHANNEL = 'esp_changes'
 
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */

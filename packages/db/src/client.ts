@@ -47,11 +47,12 @@ export interface Transaction {
 
 /**
  * Runs `work` in one transaction, exposed both to Drizzle and as raw postgres.js, so that a job can
- * be enqueued in the same transaction as the change that causes it (STYLE.md §3.8).
+ * be enqueued in the same transaction as the change that causes it (STYLE.md §3.8). `mode` is what
+ * BEGIN takes (e.g. `isolation level repeatable read read only` for reads that must agree).
  */
-export async function inTransaction<T> (database: Pick<Database, 'sql'>, work: (tx: Transaction) => Promise<T>): Promise<T> {
+export async function inTransaction<T> (database: Pick<Database, 'sql'>, work: (tx: Transaction) => Promise<T>, mode = ''): Promise<T> {
   const parent = database.sql
-  return await parent.begin(async (sql) => {
+  return await parent.begin(mode, async (sql) => {
     // drizzle reads the client's type parsers from `options`, which a postgres.js transaction
     // lacks; it shares the pool's, where the database's own drizzle instance already set them.
     const client = Object.assign(sql, { options: parent.options }) as unknown as Sql

@@ -9,7 +9,7 @@ import { buildServer, DOCS_PATH } from './server.js'
 import { DatabaseHealth } from './database-health.js'
 import { detectVersion } from './version.js'
 import { jwtSecret } from './secrets.js'
-import { systemClock } from '@esp/domain'
+import { CATALOGUE_TOPIC, referenceData, systemClock } from '@esp/domain'
 
 export type LaunchConfig = Static<typeof DbConfig> & Static<typeof HttpConfig> & Static<typeof LogConfig> &
   Static<typeof AuthConfig> & Static<typeof RateLimitConfig> & Partial<Static<typeof UploadConfig>>
@@ -60,6 +60,8 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
   const databaseHealth = new DatabaseHealth(database.sql, { onChange: (available, reason) => { log?.(available, reason) } })
   // One per process: caches subscribe to it (see packages/db/src/changes.ts).
   const changes = new ChangeFeed(database.sql, (err) => { app?.log.warn({ err }, 'change feed') })
+  // A write to the reference data anywhere reloads it here ahead of the next request.
+  changes.subscribe(CATALOGUE_TOPIC, referenceData(database.sql).subscriber((err) => { app?.log.warn({ err }, 'reference data reload') }))
   try {
     const secret = await jwtSecret(config)
     app = await buildServer({

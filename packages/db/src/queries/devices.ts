@@ -38,8 +38,6 @@ export interface OwnerRecord {
   createdAt: Date
 }
 
-export interface KitRecord { id: number, uuid: string, slug: string, name: string, description: string | null, createdAt: Date, updatedAt: Date }
-
 export interface PostprocessingRecord {
   id: number
   deviceId: number
@@ -52,23 +50,6 @@ export interface PostprocessingRecord {
   updatedAt: Date
 }
 
-export interface SensorRecord {
-  id: number
-  uuid: string
-  parentId: number | null
-  name: string
-  description: string | null
-  unit: string | null
-  datasheet: string | null
-  unitDefinition: string | null
-  measurementId: number | null
-  defaultKey: string | null
-  createdAt: Date
-  updatedAt: Date
-}
-
-export interface MeasurementRecord { id: number, uuid: string, name: string, description: string | null, definition: string | null }
-
 export interface LatestRecord {
   recordedAt: Date
   value: number | null
@@ -78,10 +59,15 @@ export interface LatestRecord {
   addedAt: Date
 }
 
-export interface DeviceSensorRecord { sensor: SensorRecord, measurement: MeasurementRecord | null, latest: LatestRecord | null, tags: string[] }
+/** One sensor of a device and its latest values; the sensor itself is reference data (domain catalogue). */
+export interface ComponentRecord { sensorId: number, latest: LatestRecord | null }
 
-/** A device as its representation needs it, with every relation. */
-export interface DeviceRecord {
+/**
+ * A device as its representation needs it, with every relation but the reference data (its kit
+ * and its sensors' catalogue fields), which the domain keeps in memory: `catalogueGeneration` is
+ * the generation of that data this statement's snapshot saw.
+ */
+export interface DeviceReadRow {
   id: number
   uuid: string
   ownerId: number
@@ -113,19 +99,19 @@ export interface DeviceRecord {
   updatedAt: Date
   owner: OwnerRecord | null
   ownerDeviceIds: number[]
-  kit: KitRecord | null
   userTags: string[]
   postprocessing: PostprocessingRecord | null
   experimentIds: number[]
-  /** null unless sensors were asked for */
-  sensors: DeviceSensorRecord[] | null
+  /** null unless sensors were asked for; in no particular order */
+  components: ComponentRecord[] | null
+  catalogueGeneration: number
 }
 
 /** `visible(alias)`: the domain's visibility rule over a devices row of that alias, in $2 and $3. */
 export type VisibilitySql = (alias: string) => string
 
 /**
- * The columns of a DeviceRecord over `d`, joined to `sib` (see `siblings`); `ownerIds` is the
+ * The columns of a DeviceReadRow over `d`, joined to `sib` (see `siblings`); `ownerIds` is the
  * expression of the owner's device ids.
  */
 function selectList (ownerIds: string): string {
@@ -143,86 +129,60 @@ function selectList (ownerIds: string): string {
       'profilePicture', u.profile_picture, 'city', u.city, 'countryCode', u.country_code, 'createdAt', ${ms('u.created_at')})
     from users u where u.id = d.owner_id) as owner,
   ${ownerIds} as "ownerDeviceIds",
-  (select json_build_object('id', k.id, 'uuid', k.uuid, 'slug', k.slug, 'name', k.name, 'description', k.description,
-      'createdAt', ${ms('k.created_at')}, 'updatedAt', ${ms('k.updated_at')})
-    from kits k where k.id = d.kit_id) as kit,
   (select coalesce(json_agg(t.name order by t.name), '[]') from device_tags dt join tags t on t.id = dt.tag_id where dt.device_id = d.id) as "userTags",
   (select json_build_object('id', p.id, 'deviceId', p.device_id, 'blueprintUrl', p.blueprint_url, 'hardwareUrl', p.hardware_url,
       'forwardingParams', p.forwarding_params, 'meta', p.meta, 'latestPostprocessing', ${ms('p.latest_postprocessing')},
       'createdAt', ${ms('p.created_at')}, 'updatedAt', ${ms('p.updated_at')})
     from postprocessings p where p.device_id = d.id) as postprocessing,
   (select coalesce(json_agg(e.experiment_id order by e.experiment_id), '[]') from experiment_devices e where e.device_id = d.id) as "experimentIds",
-  case when (select $4::bool) then coalesce((select json_agg(json_build_object(
-      'sensor', json_build_object('id', s.id, 'uuid', s.uuid, 'parentId', s.parent_id, 'name', s.name, 'description', s.description,
-        'unit', s.unit, 'datasheet', s.datasheet, 'unitDefinition', s.unit_definition, 'measurementId', s.measurement_id,
-        'defaultKey', s.default_key, 'createdAt', ${ms('s.created_at')}, 'updatedAt', ${ms('s.updated_at')}),
-      'measurement', case when m.id is null then null
-        else json_build_object('id', m.id, 'uuid', m.uuid, 'name', m.name, 'description', m.description, 'definition', m.definition) end,
-      'latest', case when l.device_id is null then null
-        else json_build_object('recordedAt', ${ms('l.recorded_at')}, 'value', l.value, 'rawValue', l.raw_value,
-          'prevValue', l.prev_value, 'prevRawValue', l.prev_raw_value, 'addedAt', ${ms('l.added_at')}) end,
-      'tags', array(select ts.name from sensor_tags st join tag_sensors ts on ts.id = st.tag_sensor_id where st.sensor_id = s.id order by ts.name))
-    order by s.name, s.id)
-    from components c join sensors s on s.id = c.sensor_id
-    left join measurements m on m.id = s.measurement_id
-    left join latest_readings l on l.device_id = c.device_id and l.sensor_id = c.sensor_id
-    where c.device_id = d.id), '[]'::json) end as sensors`
+  (select value from catalogue_generation where id = 1) as "catalogueGeneration",
+  case when (select $4::bool) then coalesce((select json_agg(json_build_array(c.sensor_id,
+      ${ms('l.recorded_at')}, l.value, l.raw_value, l.prev_value, l.prev_raw_value, ${ms('l.added_at')}))
+    from components c left join latest_readings l on l.device_id = c.device_id and l.sensor_id = c.sensor_id
+    where c.device_id = d.id), '[]'::json) end as components`
 }
 
 type Raw = Record<string, unknown>
 const date = (value: unknown): Date => new Date(value as number)
 const dateOrNull = (value: unknown): Date | null => value === null || value === undefined ? null : new Date(value as number)
 
-/** Sensors already read in this result, by id: a page's devices share one object per sensor. */
-type SensorCache = Map<number, SensorRecord>
+/** `[sensor id, recorded at, value, raw value, previous, previous raw, added at]`, times in milliseconds. */
+type RawComponent = [number, number | null, number | null, number | null, number | null, number | null, number | null]
 
-function asSensor (raw: Raw, cache: SensorCache): DeviceSensorRecord {
-  const sensor = raw.sensor as Raw
-  const latest = raw.latest as Raw | null
-  const id = sensor.id as number
-  let record = cache.get(id)
-  if (record === undefined) {
-    record = { ...sensor, createdAt: date(sensor.createdAt), updatedAt: date(sensor.updatedAt) } as unknown as SensorRecord
-    cache.set(id, record)
-  }
+function asComponent ([sensorId, recordedAt, value, rawValue, prevValue, prevRawValue, addedAt]: RawComponent): ComponentRecord {
   return {
-    sensor: record,
-    measurement: raw.measurement as MeasurementRecord | null,
-    latest: latest === null ? null : { ...latest, recordedAt: date(latest.recordedAt), addedAt: date(latest.addedAt) } as unknown as LatestRecord,
-    tags: raw.tags as string[]
+    sensorId,
+    latest: recordedAt === null ? null : { recordedAt: new Date(recordedAt), value, rawValue, prevValue, prevRawValue, addedAt: new Date(addedAt ?? recordedAt) }
   }
 }
 
-/** A statement's row as a DeviceRecord: times from milliseconds into Dates. */
-function asRecord (row: Raw, cache: SensorCache = new Map()): DeviceRecord {
+/** A statement's row as a DeviceReadRow: times from milliseconds into Dates. */
+function asRecord (row: Raw): DeviceReadRow {
   const owner = row.owner as Raw | null
-  const kit = row.kit as Raw | null
   const post = row.postprocessing as Raw | null
-  const sensors = row.sensors as Raw[] | null
+  const components = row.components as RawComponent[] | null
   return {
     ...row,
     lastReadingAt: dateOrNull(row.lastReadingAt),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     owner: owner === null ? null : { ...owner, createdAt: date(owner.createdAt) } as unknown as OwnerRecord,
-    kit: kit === null ? null : { ...kit, createdAt: date(kit.createdAt), updatedAt: date(kit.updatedAt) } as unknown as KitRecord,
     postprocessing: post === null
       ? null
       : { ...post, latestPostprocessing: dateOrNull(post.latestPostprocessing), createdAt: date(post.createdAt), updatedAt: date(post.updatedAt) } as unknown as PostprocessingRecord,
-    sensors: sensors === null ? null : sensors.map((sensor) => asSensor(sensor, cache))
-  } as unknown as DeviceRecord
+    components: components === null ? null : components.map(asComponent)
+  } as unknown as DeviceReadRow
 }
 
 /**
- * The rows of a list as DeviceRecords. Only the first row of each owner carries the owner's device
+ * The rows of a list as DeviceReadRows. Only the first row of each owner carries the owner's device
  * ids (the driver would parse the same list again for every device); the others share its array.
  */
-function asRecords (rows: Raw[]): DeviceRecord[] {
-  const cache: SensorCache = new Map()
-  const records = rows.map((row) => asRecord(row, cache))
+function asRecords (rows: Raw[]): DeviceReadRow[] {
+  const records = rows.map(asRecord)
   const ids = new Map<number, number[]>()
   // null on every row of an owner but one, whatever the type says until here
-  const carried = (record: DeviceRecord): number[] | null => record.ownerDeviceIds
+  const carried = (record: DeviceReadRow): number[] | null => record.ownerDeviceIds
   for (const record of records) {
     const own = carried(record)
     if (own !== null) ids.set(record.ownerId, own)
@@ -236,13 +196,13 @@ export interface ReadScope { viewerId: number | null, admin: boolean, withData: 
 
 export interface DeviceReads {
   /** The active device with this id, whoever may see it (the caller checks access), or undefined. */
-  byId: (sql: Sql, id: number, scope: ReadScope) => Promise<DeviceRecord | undefined>
+  byId: (sql: Sql, id: number, scope: ReadScope) => Promise<DeviceReadRow | undefined>
   /** Active devices by id, in the order given; those the scope may not see are left out. */
-  byIds: (sql: Sql, ids: number[], scope: ReadScope) => Promise<DeviceRecord[]>
+  byIds: (sql: Sql, ids: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
   /** The active devices of these owners that the scope may see, by id. */
-  ofOwners: (sql: Sql, ownerIds: number[], scope: ReadScope) => Promise<DeviceRecord[]>
+  ofOwners: (sql: Sql, ownerIds: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
   /** A page of the active devices the scope may see, by id, and how many there are in all. */
-  page: (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope) => Promise<{ rows: DeviceRecord[], total: number }>
+  page: (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope) => Promise<{ rows: DeviceReadRow[], total: number }>
 }
 
 /** The statements, their text made once with the domain's visibility rule. */

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { type AnyPgColumn, index, integer, pgTable, primaryKey, serial, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { type AnyPgColumn, bigint, check, index, integer, pgTable, primaryKey, serial, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { publicUuid, timestamps } from './columns.js'
 
 export const measurements = pgTable('measurements', {
@@ -73,3 +73,15 @@ export const sensorTags = pgTable('sensor_tags', {
   sensorId: integer().notNull().references(() => sensors.id, { onDelete: 'cascade' }),
   tagSensorId: integer().notNull().references(() => tagSensors.id, { onDelete: 'cascade' })
 }, (t) => [primaryKey({ columns: [t.sensorId, t.tagSensorId] })])
+
+/**
+ * One row, bumped by a trigger on every statement that writes the reference data (measurements,
+ * sensors, kits and their sensors, tags, tag sensors and sensor tags), in the writing transaction,
+ * which also sends a `catalogue` change. Processes keep the reference data in memory and read this
+ * row before trusting it, so a write holds everywhere once it committed, however it was made
+ * (domain/src/catalogue/reference-data.ts).
+ */
+export const catalogueGeneration = pgTable('catalogue_generation', {
+  id: integer().primaryKey().default(1),
+  value: bigint({ mode: 'number' }).notNull().default(0)
+}, (t) => [check('catalogue_generation_one_row', sql`${t.id} = 1`)])

@@ -1,19 +1,15 @@
-import { and, asc, eq, inArray, ne, sql, type SQL } from 'drizzle-orm'
+import { and, eq, ne, sql, type SQL } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
-import { deviceTags, type Executor, isPgCode, kits, kitSensors, measurements, PgCode, sensors, sensorTags, tags, tagSensors } from '@esp/db'
+import { deviceTags, type Executor, isPgCode, kits, type KitRow, measurements, type MeasurementRow, PgCode, sensors, type SensorRow, tags, type TagRow, tagSensors, type TagSensorRow } from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import type { FilterSpec } from '../lists/filter-compiler.js'
 import { compileCalibration } from '../readings/calibration.js'
-import { formatTimestamp } from '../time.js'
 import { asBody, BodyReader } from '../validation/body-reader.js'
 import { recordId, recordIdOr404 } from '../validation/record-id.js'
+import type { Catalogue } from './reference-data.js'
 
-type SensorRow = typeof sensors.$inferSelect
-type MeasurementRow = typeof measurements.$inferSelect
-type KitRow = typeof kits.$inferSelect
-type TagRow = typeof tags.$inferSelect
-type TagSensorRow = typeof tagSensors.$inferSelect
+export { presentMeasurement, presentSensor, presentTag, presentTagSensor } from './reference-data.js'
 
 /** Catalogue writes are for admins (behaviour.md §3: admin policy); reads are public. */
 export function assertAdmin (viewer: Viewer | null): void {
@@ -23,8 +19,12 @@ export function assertAdmin (viewer: Viewer | null): void {
 
 async function one<T> (rows: Promise<T[]>, what: string, key: string | number): Promise<T> {
   const [row] = await rows
-  if (row === undefined) throw errors.notFound(what, key)
-  return row
+  return found(row, what, key)
+}
+
+function found<T> (value: T | undefined, what: string, key: string | number): T {
+  if (value === undefined) throw errors.notFound(what, key)
+  return value
 }
 
 // ---------------------------------------------------------------- measurements
@@ -36,16 +36,6 @@ export const measurementFilters: FilterSpec = {
   created_at: { column: measurements.createdAt, type: 'timestamp' },
   updated_at: { column: measurements.updatedAt, type: 'timestamp' }
 }
-
-export const presentMeasurement = (m: MeasurementRow) => ({
-  id: m.id,
-  uuid: m.uuid,
-  name: m.name,
-  description: m.description,
-  definition: m.definition,
-  created_at: formatTimestamp(m.createdAt),
-  updated_at: formatTimestamp(m.updatedAt)
-})
 
 export const findMeasurement = async (db: Executor, raw: string): Promise<MeasurementRow> =>
   await one(db.select().from(measurements).where(eq(measurements.id, recordIdOr404('Measurement', raw))), 'Measurement', Number(raw))
@@ -64,49 +54,6 @@ export const sensorFilters: FilterSpec = {
   created_at: { column: sensors.createdAt, type: 'timestamp' },
   updated_at: { column: sensors.updatedAt, type: 'timestamp' }
 }
-
-export interface SensorExtras { measurements: Map<number, MeasurementRow>, tags: Map<number, string[]> }
-
-/** Measurements and tag names of many sensors in two queries. */
-export async function sensorExtras (db: Executor, rows: SensorRow[]): Promise<SensorExtras> {
-  const measurementIds = [...new Set(rows.map((s) => s.measurementId).filter((m): m is number => m !== null))]
-  const ids = rows.map((s) => s.id)
-  const [ms, ts] = await Promise.all([
-    measurementIds.length === 0 ? Promise.resolve([]) : db.select().from(measurements).where(inArray(measurements.id, measurementIds)),
-    ids.length === 0
-      ? Promise.resolve([])
-      : db.select({ sensorId: sensorTags.sensorId, name: tagSensors.name }).from(sensorTags)
-        .innerJoin(tagSensors, eq(tagSensors.id, sensorTags.tagSensorId)).where(inArray(sensorTags.sensorId, ids)).orderBy(asc(tagSensors.name))
-  ])
-  const tagMap = new Map<number, string[]>()
-  for (const t of ts) tagMap.set(t.sensorId, [...(tagMap.get(t.sensorId) ?? []), t.name])
-  return { measurements: new Map(ms.map((m) => [m.id, m])), tags: tagMap }
-}
-
-/** Contract: Sensor, with the embedded measurement (behaviour.md §13 key order); a device's sensors add their readings to it. */
-/** Takes what the representation shows, so a device's sensors read without their equations pass too. */
-export function presentSensor (s: Omit<SensorRow, 'equation' | 'reverseEquation'>, m: Pick<MeasurementRow, 'id' | 'uuid' | 'name' | 'description' | 'definition'> | null | undefined, tags: string[]) {
-  return {
-    id: s.id,
-    uuid: s.uuid,
-    parent_id: s.parentId,
-    ancestry: s.parentId === null ? null : String(s.parentId),
-    name: s.name,
-    description: s.description,
-    unit: s.unit,
-    tags,
-    datasheet: s.datasheet,
-    unit_definition: s.unitDefinition,
-    measurement_id: s.measurementId,
-    default_key: s.defaultKey,
-    created_at: formatTimestamp(s.createdAt),
-    updated_at: formatTimestamp(s.updatedAt),
-    measurement: m === undefined || m === null ? null : { id: m.id, uuid: m.uuid, name: m.name, description: m.description, definition: m.definition }
-  }
-}
-
-export const presentSensorWith = (s: SensorRow, extras: SensorExtras) =>
-  presentSensor(s, s.measurementId === null ? null : extras.measurements.get(s.measurementId), extras.tags.get(s.id) ?? [])
 
 export const findSensor = async (db: Executor, raw: string): Promise<SensorRow> =>
   await one(db.select().from(sensors).where(eq(sensors.id, recordIdOr404('Sensor', raw))), 'Sensor', Number(raw))
@@ -185,26 +132,6 @@ export const kitFilters: FilterSpec = {
   name: { column: kits.name, type: 'text' }
 }
 
-/** The older form's kits, each with its sensors (and their keys) in blueprint order: three queries for a page. */
-export async function presentKits (db: Executor, rows: KitRow[]) {
-  const ids = rows.map((k) => k.id)
-  const links = ids.length === 0
-    ? []
-    : await db.select({ kitId: kitSensors.kitId, key: kitSensors.key, sensor: sensors }).from(kitSensors)
-      .innerJoin(sensors, eq(sensors.id, kitSensors.sensorId)).where(inArray(kitSensors.kitId, ids)).orderBy(asc(kitSensors.kitId), asc(kitSensors.position))
-  const extras = await sensorExtras(db, links.map((l) => l.sensor))
-  return rows.map((k) => ({
-    id: k.id,
-    uuid: k.uuid,
-    slug: k.slug,
-    name: k.name,
-    description: k.description,
-    created_at: formatTimestamp(k.createdAt),
-    updated_at: formatTimestamp(k.updatedAt),
-    sensors: links.filter((l) => l.kitId === k.id).map((l) => ({ ...presentSensorWith(l.sensor, extras), key: l.key }))
-  }))
-}
-
 export const findKit = async (db: Executor, raw: string): Promise<KitRow> =>
   await one(db.select().from(kits).where(eq(kits.id, recordIdOr404('Kit', raw))), 'Kit', Number(raw))
 
@@ -218,10 +145,6 @@ export const tagFilters: FilterSpec = {
   created_at: { column: tags.createdAt, type: 'timestamp' },
   updated_at: { column: tags.updatedAt, type: 'timestamp' }
 }
-
-export const presentTag = (t: TagRow) => ({
-  id: t.id, uuid: t.uuid, name: t.name, description: t.description, created_at: formatTimestamp(t.createdAt), updated_at: formatTimestamp(t.updatedAt)
-})
 
 /** A tag by id or by its exact name (the established platform's friendly id). */
 export async function findTag (db: Executor, key: string): Promise<TagRow> {
@@ -259,10 +182,6 @@ export const tagSensorFilters: FilterSpec = {
   updated_at: { column: tagSensors.updatedAt, type: 'timestamp' }
 }
 
-export const presentTagSensor = (t: TagSensorRow) => ({
-  id: t.id, name: t.name, description: t.description, created_at: formatTimestamp(t.createdAt), updated_at: formatTimestamp(t.updatedAt)
-})
-
 export const findTagSensor = async (db: Executor, raw: string): Promise<TagSensorRow> =>
   await one(db.select().from(tagSensors).where(eq(tagSensors.id, recordIdOr404('TagSensor', raw))), 'TagSensor', Number(raw))
 
@@ -279,4 +198,16 @@ export async function writeTagSensor (db: Executor, raw: unknown, viewer: Viewer
 export async function deleteTagSensor (db: Executor, row: TagSensorRow, viewer: Viewer | null): Promise<void> {
   assertAdmin(viewer)
   await db.delete(tagSensors).where(eq(tagSensors.id, row.id))
+}
+
+// ---------------------------------------------------------------- reads from the reference data
+
+/** GET /sensors/:id, /kits/:id, ... from the reference data in memory (reference-data.ts). */
+export const sensorIn = (c: Catalogue, raw: string) => { const id = recordIdOr404('Sensor', raw); return found(c.sensorView(id), 'Sensor', id) }
+export const measurementIn = (c: Catalogue, raw: string): MeasurementRow => { const id = recordIdOr404('Measurement', raw); return found(c.measurements.get(id), 'Measurement', id) }
+export const kitIn = (c: Catalogue, raw: string) => { const id = recordIdOr404('Kit', raw); return found(c.kitView(id), 'Kit', id) }
+export const tagSensorIn = (c: Catalogue, raw: string): TagSensorRow => { const id = recordIdOr404('TagSensor', raw); return found(c.tagSensors.get(id), 'TagSensor', id) }
+export function tagIn (c: Catalogue, key: string): TagRow {
+  const id = recordId(key)
+  return found(id !== null ? c.tags.get(id) : c.tagByName(key), 'Tag', id ?? key)
 }

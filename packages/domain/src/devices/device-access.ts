@@ -1,5 +1,6 @@
 import { and, eq, isNull, or, type SQL } from 'drizzle-orm'
-import { type DeviceRecord, deviceReads, devices, type Executor, type ReadScope, type Sql } from '@esp/db'
+import { type ComponentRecord, type DeviceReadRow, deviceReads, devices, type Executor, type KitRow, type LatestRecord, type ReadScope, type SensorRow, type Sql } from '@esp/db'
+import { type Catalogue, referenceData, type SensorView } from '../catalogue/reference-data.js'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import { recordIdOr404 } from '../validation/record-id.js'
@@ -53,8 +54,51 @@ const visibleToText = (alias: string): string => `(not ${alias}.is_private or ${
 /** The parameters of visibleToText for this viewer, and whether sensors and values are read. */
 export const readScope = (viewer: Viewer | null, withData: boolean): ReadScope => ({ viewerId: viewer?.id ?? null, admin: isAdmin(viewer), withData })
 
-/** The read statements of devices, made once with the rule. */
-export const reads = deviceReads(visibleToText)
+/** A device's sensor: the reference data's row and representation, and the device's latest values. */
+export interface DeviceSensor { sensor: SensorRow, view: SensorView, latest: LatestRecord | null }
+
+/** A device with every relation its representation shows, the reference data's included. */
+export type DeviceRecord = Omit<DeviceReadRow, 'components' | 'catalogueGeneration'> & { kit: KitRow | null, sensors: DeviceSensor[] | null }
+
+/** A device's sensors in the order of their names, then ids. */
+function sensorsOf (components: ComponentRecord[], catalogue: Catalogue): DeviceSensor[] {
+  const sensors: Array<DeviceSensor & { rank: number }> = []
+  for (const { sensorId, latest } of components) {
+    const sensor = catalogue.sensors.get(sensorId)
+    const view = catalogue.sensorView(sensorId)
+    if (sensor !== undefined && view !== undefined) sensors.push({ sensor, view, latest, rank: catalogue.rankOf(sensorId) })
+  }
+  return sensors.sort((a, b) => a.rank - b.rank)
+}
+
+/**
+ * The rows of a read statement with their reference data, of the generation the statement's own
+ * snapshot saw or a later one (reference-data.ts): no older than any write that returned.
+ */
+async function withReferences (sql: Sql, rows: DeviceReadRow[]): Promise<DeviceRecord[]> {
+  if (rows.length === 0) return []
+  const catalogue = await referenceData(sql).atLeast(Math.max(...rows.map((row) => row.catalogueGeneration)))
+  return rows.map(({ components, catalogueGeneration: _seen, ...row }) => ({
+    ...row,
+    kit: row.kitId === null ? null : catalogue.kits.get(row.kitId) ?? null,
+    sensors: components === null ? null : sensorsOf(components, catalogue)
+  }))
+}
+
+/** The read statements of devices, made once with the rule, and what they read made whole. */
+const statements = deviceReads(visibleToText)
+export const reads = {
+  byId: async (sql: Sql, id: number, scope: ReadScope): Promise<DeviceRecord | undefined> => {
+    const row = await statements.byId(sql, id, scope)
+    return row === undefined ? undefined : (await withReferences(sql, [row]))[0]
+  },
+  byIds: async (sql: Sql, ids: number[], scope: ReadScope): Promise<DeviceRecord[]> => await withReferences(sql, await statements.byIds(sql, ids, scope)),
+  ofOwners: async (sql: Sql, ownerIds: number[], scope: ReadScope): Promise<DeviceRecord[]> => await withReferences(sql, await statements.ofOwners(sql, ownerIds, scope)),
+  page: async (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope): Promise<{ rows: DeviceRecord[], total: number }> => {
+    const { rows, total } = await statements.page(sql, page, scope)
+    return { rows: await withReferences(sql, rows), total }
+  }
+}
 
 /** The rule for one device already loaded. */
 export const canSee = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerId' | 'isPrivate'>): boolean => !device.isPrivate || canManage(viewer, device)

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import { and, eq, inArray, isNull, ne, sql, type SQL } from 'drizzle-orm'
 import {
-  components, type Db, defaultKitId, type DeviceRecord, devices, deviceTags, type Executor, isPgCode, kitSensors, kits, PgCode, pgError,
+  components, type Db, defaultKitId, devices, deviceTags, type Executor, isPgCode, kitSensors, kits, PgCode, pgError,
   postprocessings, type Sql, tags, users
 } from '@esp/db'
 import { errors } from '../errors.js'
@@ -10,7 +10,7 @@ import { blur, geohashOf, reverseGeocode, truncate5 } from '../geo/location.js'
 import type { FilterSpec, ListQuery } from '../lists/filter-compiler.js'
 import { listPage } from '../lists/page.js'
 import { type DeviceInput, parseDeviceBody } from './device-rules.js'
-import { assertCanWrite, type DeviceRow, parseDeviceId, readScope, reads, visibleTo } from './device-access.js'
+import { assertCanWrite, type DeviceRecord, type DeviceRow, parseDeviceId, readScope, reads, visibleTo } from './device-access.js'
 
 const tagExists = (condition: SQL): SQL =>
   sql`exists (select 1 from ${deviceTags} join ${tags} on ${tags.id} = ${deviceTags.tagId} where ${deviceTags.deviceId} = ${devices.id} and ${condition})`

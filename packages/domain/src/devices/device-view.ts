@@ -1,7 +1,5 @@
-import type { DeviceRecord, DeviceSensorRecord } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
-import { canManage, type DeviceRow } from './device-access.js'
-import { presentSensor } from '../catalogue/catalogue-service.js'
+import { canManage, type DeviceRecord, type DeviceRow, type DeviceSensor } from './device-access.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp } from '../time.js'
 import { FILTERED, pictureUrl, userLocation } from '../users/user-presenter.js'
@@ -45,16 +43,7 @@ export function locationOf (device: Pick<DeviceRow, 'exposure' | 'elevation' | '
   }
 }
 
-/** A page's devices share their sensor objects (queries/devices.ts): each is presented once. */
-type SensorViews = WeakMap<object, ReturnType<typeof presentSensor>>
-
-function presentSensorReading (entry: DeviceSensorRecord, views: SensorViews) {
-  const { sensor, latest } = entry
-  let view = views.get(sensor)
-  if (view === undefined) {
-    view = presentSensor(sensor, entry.measurement, entry.tags)
-    views.set(sensor, view)
-  }
+function presentSensorReading ({ sensor, view, latest }: DeviceSensor) {
   return {
     ...view,
     // The connector's model requires a string here (clients.md §4.26).
@@ -67,7 +56,7 @@ function presentSensorReading (entry: DeviceSensorRecord, views: SensorViews) {
   }
 }
 
-function presentData (device: DeviceRecord, readings: DeviceSensorRecord[], location: ReturnType<typeof locationOf>, views: SensorViews) {
+function presentData (device: DeviceRecord, readings: DeviceSensor[], location: ReturnType<typeof locationOf>) {
   let recordedAt: Date | null = null
   let addedAt: Date | null = null
   for (const { latest } of readings) {
@@ -82,7 +71,7 @@ function presentData (device: DeviceRecord, readings: DeviceSensorRecord[], loca
     calibrated_at: formatTimestamp(addedAt),
     firmware: typeof status?.sam_ver === 'string' ? status.sam_ver : null,
     location,
-    sensors: readings.map((entry) => presentSensorReading(entry, views))
+    sensors: readings.map(presentSensorReading)
   }
 }
 
@@ -99,7 +88,7 @@ export interface PresentOptions {
  * `added_at`, `kit` and `status`). Secrets are `[FILTERED]` unless the caller owns the device or
  * is an admin; every object clients read is always an object (clients.md §4.26–27).
  */
-export function presentDevice (device: DeviceRecord, options: PresentOptions, views: SensorViews = new WeakMap()) {
+export function presentDevice (device: DeviceRecord, options: PresentOptions) {
   const authorised = canManage(options.viewer, device)
   const owner = device.owner
   const kit = device.kit
@@ -160,7 +149,7 @@ export function presentDevice (device: DeviceRecord, options: PresentOptions, vi
           location: userLocation(owner),
           device_ids: device.ownerDeviceIds
         },
-    ...(readings !== null ? { data: presentData(device, readings, location, views) } : {}),
+    ...(readings !== null ? { data: presentData(device, readings, location) } : {}),
     kit: kit === null
       ? null
       : { id: kit.id, uuid: kit.uuid, slug: kit.slug, name: kit.name, description: kit.description, created_at: formatTimestamp(kit.createdAt), updated_at: formatTimestamp(kit.updatedAt) },
@@ -172,6 +161,5 @@ export function presentDevice (device: DeviceRecord, options: PresentOptions, vi
 export type DeviceView = ReturnType<typeof presentDevice>
 
 export function presentDevices (records: DeviceRecord[], options: PresentOptions): DeviceView[] {
-  const views: SensorViews = new WeakMap()
-  return records.map((record) => presentDevice(record, options, views))
+  return records.map((record) => presentDevice(record, options))
 }

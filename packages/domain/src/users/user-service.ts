@@ -1,6 +1,7 @@
 import { and, eq, inArray, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, devices, type Db, type Executor, isPgCode, PgCode, type UserRole, userRoles, users } from '@esp/db'
 import { errors } from '../errors.js'
+import { oncePer } from '../once-per.js'
 import { recordId } from '../validation/record-id.js'
 import { revokeCredentials } from '../auth/credential-cache.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
@@ -154,11 +155,17 @@ export async function archiveUser (db: Db, target: UserRow, viewer: Viewer | nul
   })
 }
 
+/** GET /users/:id is a hot read: its statements are built once, not per request. */
+const userStatements = oncePer((db: Executor) => ({
+  byId: db.select().from(users).where(and(active, eq(users.id, sql.placeholder('id')))).limit(1).prepare('esp_user_by_id'),
+  byUsername: db.select().from(users).where(and(active, eq(users.username, sql.placeholder('username')))).limit(1).prepare('esp_user_by_username')
+}))
+
 /** `:id_or_username`: digits are an id, anything else an exact username (usernames are never all digits). */
 export async function findUser (db: Executor, key: string | number): Promise<UserRow> {
   const id = recordId(key)
-  const [row] = await db.select().from(users)
-    .where(and(active, id !== null ? eq(users.id, id) : eq(users.username, String(key)))).limit(1)
+  const { byId, byUsername } = userStatements(db)
+  const [row] = id !== null ? await byId.execute({ id }) : await byUsername.execute({ username: String(key) })
   if (row === undefined) throw errors.notFound('User', id ?? String(key))
   return row
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
-import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage } from '@esp/domain'
+import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage, referenceData } from '@esp/domain'
 import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -30,6 +30,10 @@ const idParam = (request: FastifyRequest): string => (request.params as { id: st
 export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const db = ctx.database.db
+  // Single records and what lists embed come from the reference data in memory, never older
+  // than a write that returned (reference-data.ts); lists and their filters stay in SQL.
+  const reference = referenceData(ctx.database.sql)
+  const fresh = async () => await reference.fresh()
 
   /** Filters, sort and page of a catalogue list, with the pagination headers. */
   function page (request: FastifyRequest, reply: FastifyReply, spec: FilterSpec) {
@@ -66,15 +70,15 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
 
   // sensors
   const presentSensors = async (rows: Array<typeof sensors.$inferSelect>) => {
-    const extras = await catalogue.sensorExtras(db, rows)
-    return rows.map((s) => catalogue.presentSensorWith(s, extras))
+    const known = await fresh()
+    return rows.map((s) => known.presentSensorRow(s))
   }
   app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', { list: catalogue.sensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)
     return await presentSensors(done(await listPage(db, sensors, query, sensors.id, undefined, query.orderBy)))
   })
   app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest) =>
-    (await presentSensors([await catalogue.findSensor(db, idParam(request))]))[0])
+    catalogue.sensorIn(await fresh(), idParam(request)))
   app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201), async (request, reply) => {
     const row = await catalogue.writeSensor(db, request.body, request.viewer)
     reply.code(201)
@@ -99,7 +103,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
   })
   app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest) =>
-    catalogue.presentMeasurement(await catalogue.findMeasurement(db, idParam(request))))
+    catalogue.presentMeasurement(catalogue.measurementIn(await fresh(), idParam(request))))
   app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201), async (request, reply) => {
     const row = await catalogue.writeMeasurement(db, request.body, request.viewer)
     reply.code(201)
@@ -120,10 +124,12 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // kits (older form)
   app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', { list: catalogue.kitFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.kitFilters)
-    return await catalogue.presentKits(db, done(await listPage(db, kits, query, kits.id)))
+    const rows = done(await listPage(db, kits, query, kits.id))
+    const known = await fresh()
+    return rows.map((k) => known.presentKitRow(k))
   })
   app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', KitId), async (request: FastifyRequest) =>
-    (await catalogue.presentKits(db, [await catalogue.findKit(db, idParam(request))]))[0])
+    catalogue.kitIn(await fresh(), idParam(request)))
 
   // tags
   app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
@@ -131,7 +137,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
   })
   app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest) =>
-    catalogue.presentTag(await catalogue.findTag(db, idParam(request))))
+    catalogue.presentTag(catalogue.tagIn(await fresh(), idParam(request))))
   app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201), async (request, reply) => {
     const row = await catalogue.writeTag(db, request.body, request.viewer)
     reply.code(201)
@@ -160,7 +166,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
   })
   app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest) =>
-    catalogue.presentTagSensor(await catalogue.findTagSensor(db, idParam(request))))
+    catalogue.presentTagSensor(catalogue.tagSensorIn(await fresh(), idParam(request))))
   app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201), async (request, reply) => {
     const row = await catalogue.writeTagSensor(db, request.body, request.viewer)
     reply.code(201)

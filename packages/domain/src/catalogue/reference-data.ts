@@ -1,0 +1,230 @@
+import { type CatalogueRows, catalogueGenerationReader, type ChangeSubscriber, type KitRow, loadCatalogue, type MeasurementRow, type SensorRow, type Sql, type TagRow, type TagSensorRow } from '@esp/db'
+import { GenerationBarrier } from '../auth/credential-cache.js'
+import { oncePer } from '../once-per.js'
+import { formatTimestamp } from '../time.js'
+
+/*
+ * The reference data (measurements, sensors, kits and their sensors, tags, tag sensors) in the
+ * process, with the representations made from it (issue 20): almost every read shows some of it,
+ * and it changes a few times a year.
+ *
+ * Guarantee: a reader never sees it older than a write that returned to anyone. A trigger on each
+ * table bumps `catalogue_generation` in the writing transaction (migration 0006), so the row is
+ * visible to every snapshot taken after that write returned. A reader learns the generation from
+ * a query sent after its request arrived, either its own statement (a device's read statement
+ * carries it, at no extra round trip) or the shared barrier read (`fresh`), and uses the data only
+ * if it was loaded under that generation or a later one; otherwise it loads it again, once for all
+ * the requests waiting. The trigger's NOTIFY (topic `catalogue`) only makes every replica reload
+ * ahead of its next request.
+ */
+
+export const CATALOGUE_TOPIC = 'catalogue'
+
+/** Contract: Measurement. */
+export const presentMeasurement = (m: MeasurementRow) => ({
+  id: m.id,
+  uuid: m.uuid,
+  name: m.name,
+  description: m.description,
+  definition: m.definition,
+  created_at: formatTimestamp(m.createdAt),
+  updated_at: formatTimestamp(m.updatedAt)
+})
+
+type MeasurementSummary = Pick<MeasurementRow, 'id' | 'uuid' | 'name' | 'description' | 'definition'>
+
+/** Contract: Sensor, with the embedded measurement (behaviour.md §13 key order); a device's sensors add their readings to it. */
+export function presentSensor (s: Omit<SensorRow, 'equation' | 'reverseEquation'>, m: MeasurementSummary | null | undefined, tags: string[]) {
+  return {
+    id: s.id,
+    uuid: s.uuid,
+    parent_id: s.parentId,
+    ancestry: s.parentId === null ? null : String(s.parentId),
+    name: s.name,
+    description: s.description,
+    unit: s.unit,
+    tags,
+    datasheet: s.datasheet,
+    unit_definition: s.unitDefinition,
+    measurement_id: s.measurementId,
+    default_key: s.defaultKey,
+    created_at: formatTimestamp(s.createdAt),
+    updated_at: formatTimestamp(s.updatedAt),
+    measurement: m === undefined || m === null ? null : { id: m.id, uuid: m.uuid, name: m.name, description: m.description, definition: m.definition }
+  }
+}
+
+export type SensorView = ReturnType<typeof presentSensor>
+
+export const presentTag = (t: TagRow) => ({
+  id: t.id, uuid: t.uuid, name: t.name, description: t.description, created_at: formatTimestamp(t.createdAt), updated_at: formatTimestamp(t.updatedAt)
+})
+
+export const presentTagSensor = (t: TagSensorRow) => ({
+  id: t.id, name: t.name, description: t.description, created_at: formatTimestamp(t.createdAt), updated_at: formatTimestamp(t.updatedAt)
+})
+
+const byId = <T extends { id: number }>(rows: T[]): Map<number, T> => new Map(rows.map((row) => [row.id, row]))
+
+function grouped<T, K> (rows: T[], key: (row: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>()
+  for (const row of rows) {
+    const group = groups.get(key(row))
+    if (group === undefined) groups.set(key(row), [row])
+    else group.push(row)
+  }
+  return groups
+}
+
+/** The reference data of one generation, and its representations, each made once. */
+export class Catalogue {
+  readonly generation: number
+  readonly measurements: ReadonlyMap<number, MeasurementRow>
+  /** in name, then id order */
+  readonly sensors: ReadonlyMap<number, SensorRow>
+  readonly kits: ReadonlyMap<number, KitRow>
+  readonly tags: ReadonlyMap<number, TagRow>
+  readonly tagSensors: ReadonlyMap<number, TagSensorRow>
+  private readonly sensorRank: Map<number, number>
+  private readonly kitLinks: Map<number, CatalogueRows['kitSensors']>
+  private readonly sensorTagNames: Map<number, string[]>
+  private readonly tagsByName: Map<string, TagRow>
+  private readonly sensorViews = new Map<number, SensorView>()
+  private readonly kitViews = new Map<number, KitView>()
+
+  constructor (rows: CatalogueRows) {
+    this.generation = rows.generation
+    this.measurements = byId(rows.measurements)
+    this.sensors = byId(rows.sensors)
+    this.sensorRank = new Map(rows.sensors.map((s, i) => [s.id, i]))
+    this.kits = byId(rows.kits)
+    this.kitLinks = grouped(rows.kitSensors, (link) => link.kitId)
+    this.tags = byId(rows.tags)
+    // The first of a name wins, as `limit 1` over the unique lower-case name did.
+    this.tagsByName = new Map()
+    for (const tag of rows.tags) if (!this.tagsByName.has(tag.name)) this.tagsByName.set(tag.name, tag)
+    this.tagSensors = byId(rows.tagSensors)
+    this.sensorTagNames = new Map([...grouped(rows.sensorTags, (t) => t.sensorId)].map(([id, tags]) => [id, tags.map((t) => t.name)]))
+  }
+
+  tagByName (name: string): TagRow | undefined {
+    return this.tagsByName.get(name)
+  }
+
+  /** The sensor's tag names, by name. */
+  tagNamesOf (sensorId: number): string[] {
+    return this.sensorTagNames.get(sensorId) ?? []
+  }
+
+  measurementOf (sensor: Pick<SensorRow, 'measurementId'>): MeasurementRow | null {
+    return sensor.measurementId === null ? null : this.measurements.get(sensor.measurementId) ?? null
+  }
+
+  /** Where a sensor sorts among a device's sensors (by name, then id, as PostgreSQL orders them). */
+  rankOf (sensorId: number): number {
+    return this.sensorRank.get(sensorId) ?? Number.MAX_SAFE_INTEGER
+  }
+
+  /** The sensor's representation, made once per generation; shared, so callers copy before changing it. */
+  sensorView (id: number): SensorView | undefined {
+    let view = this.sensorViews.get(id)
+    if (view === undefined) {
+      const sensor = this.sensors.get(id)
+      if (sensor === undefined) return undefined
+      view = presentSensor(sensor, this.measurementOf(sensor), this.tagNamesOf(id))
+      this.sensorViews.set(id, view)
+    }
+    return view
+  }
+
+  /** The representation of a sensor row read on its own (a list page or a write), with this generation's measurement and tags. */
+  presentSensorRow (sensor: SensorRow): SensorView {
+    return presentSensor(sensor, this.measurementOf(sensor), this.tagNamesOf(sensor.id))
+  }
+
+  /** The older form's kit with its sensors (and their keys) in blueprint order. */
+  kitView (id: number): KitView | undefined {
+    let view = this.kitViews.get(id)
+    if (view === undefined) {
+      const kit = this.kits.get(id)
+      if (kit === undefined) return undefined
+      view = this.presentKitRow(kit)
+      this.kitViews.set(id, view)
+    }
+    return view
+  }
+
+  presentKitRow (k: KitRow) {
+    return {
+      id: k.id,
+      uuid: k.uuid,
+      slug: k.slug,
+      name: k.name,
+      description: k.description,
+      created_at: formatTimestamp(k.createdAt),
+      updated_at: formatTimestamp(k.updatedAt),
+      sensors: (this.kitLinks.get(k.id) ?? []).flatMap((link) => {
+        const sensor = this.sensorView(link.sensorId)
+        return sensor === undefined ? [] : [{ ...sensor, key: link.key }]
+      })
+    }
+  }
+}
+
+export type KitView = ReturnType<Catalogue['presentKitRow']>
+
+/** The reference data of one database, kept in the process (see the top of this file). */
+export class ReferenceData {
+  private latest: Catalogue | undefined
+  private loading: Promise<Catalogue> | undefined
+  private readonly barrier: GenerationBarrier
+  /** how many times the data was loaded (for tests and metrics) */
+  loads = 0
+
+  constructor (private readonly sql: Sql) {
+    this.barrier = new GenerationBarrier(catalogueGenerationReader({ sql }))
+  }
+
+  /** The data as of a generation read after the caller's request arrived: never older than a write that returned. */
+  async fresh (): Promise<Catalogue> {
+    return await this.atLeast(await this.barrier.current())
+  }
+
+  /** The data of `generation` or a later one, loading it when what is kept is older. */
+  async atLeast (generation: number): Promise<Catalogue> {
+    for (;;) {
+      const latest = this.latest
+      if (latest !== undefined && latest.generation >= generation) return latest
+      // A load already under way may have read an older generation than this caller's: then one
+      // more, which starts after the caller's generation committed and so reads it or a later one.
+      const pending = this.loading ?? this.load()
+      const loaded = await pending
+      if (loaded.generation >= generation) return loaded
+      if (this.loading === pending) this.loading = undefined
+    }
+  }
+
+  /** The change feed's subscriber: a write elsewhere reloads ahead of the next request; a lost feed forgets. */
+  subscriber (onError: (err: unknown) => void): ChangeSubscriber {
+    return {
+      change: () => { this.atLeast((this.latest?.generation ?? -1) + 1).catch(onError) },
+      reset: () => { this.latest = undefined }
+    }
+  }
+
+  private async load (): Promise<Catalogue> {
+    const loading = loadCatalogue({ sql: this.sql }).then((rows) => {
+      this.loads++
+      const catalogue = new Catalogue(rows)
+      if (this.latest === undefined || catalogue.generation >= this.latest.generation) this.latest = catalogue
+      return catalogue
+    }).finally(() => {
+      if (this.loading === loading) this.loading = undefined
+    })
+    this.loading = loading
+    return await loading
+  }
+}
+
+/** One ReferenceData per database pool. */
+export const referenceData = oncePer((sql: Sql) => new ReferenceData(sql))
