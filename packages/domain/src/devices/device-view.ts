@@ -43,11 +43,29 @@ export function locationOf (device: Pick<DeviceRow, 'exposure' | 'elevation' | '
   }
 }
 
+/**
+ * The sensor's representation (made once per generation of the reference data) with the device's
+ * values. Written out key by key: a spread of the shared view into a literal with more keys made
+ * each of a device's sensors a slow object, most of a device's presenting time.
+ */
 function presentSensorReading ({ sensor, view, latest }: DeviceSensor) {
   return {
-    ...view,
+    id: view.id,
+    uuid: view.uuid,
+    parent_id: view.parent_id,
+    ancestry: view.ancestry,
+    name: view.name,
     // The connector's model requires a string here (clients.md §4.26).
     description: sensor.description ?? '',
+    unit: view.unit,
+    tags: view.tags,
+    datasheet: view.datasheet,
+    unit_definition: view.unit_definition,
+    measurement_id: view.measurement_id,
+    default_key: view.default_key,
+    created_at: view.created_at,
+    updated_at: view.updated_at,
+    measurement: view.measurement,
     value: latest?.value ?? null,
     raw_value: latest?.rawValue ?? null,
     prev_value: latest?.prevValue ?? null,

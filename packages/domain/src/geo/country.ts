@@ -6,6 +6,15 @@ const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO', 'XA', 'XB'])
 export function countryName (code: string | null | undefined): string | null {
   if (code === null || code === undefined || !/^[A-Za-z]{2}$/.test(code)) return null
   const upper = code.toUpperCase()
+  let name = known.get(upper)
+  if (name === undefined) known.set(upper, name = lookUp(upper))
+  return name
+}
+
+/** Names by code, looked up once each: every device shows its country (at most 676 codes). */
+const known = new Map<string, string | null>()
+
+function lookUp (upper: string): string | null {
   if (NOT_COUNTRIES.has(upper)) return null
   try {
     return names.of(upper) ?? null
