@@ -3,7 +3,7 @@ import postgres from 'postgres'
 import * as schema from './schema/index.js'
 
 export type Schema = typeof schema
-export type Db = PostgresJsDatabase<Schema>
+export type Db = PostgresJsDatabase<Schema> & { $client: postgres.Sql }
 /** The database or an open transaction: query functions take either, so callers own transactions. */
 export type Executor = Pick<Db, 'select' | 'insert' | 'update' | 'delete' | 'execute' | 'query'>
 export type Sql = postgres.Sql

@@ -13,4 +13,4 @@ export { openPlatformDatabase, type PlatformDatabase, type PlatformDatabaseOptio
 export * from './timeseries/index.js'
 export { COPY_BINARY_HEADER, COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32, timestampMsAt } from './copy-binary.js'
 export { deviceReads, type ComponentRecord, type DeviceReads, type DeviceReadRow, type LatestRecord, type ReadScope, type VisibilitySql } from './queries/devices.js'
-export { loadCatalogue, catalogueGenerationReader, type CatalogueRows, type MeasurementRow, type SensorRow, type KitRow, type TagRow, type TagSensorRow } from './queries/catalogue.js'
+export { loadCatalogue, generationsReader, type CatalogueRows, type Generations, type MeasurementRow, type SensorRow, type KitRow, type TagRow, type TagSensorRow } from './queries/catalogue.js'

@@ -1,7 +1,7 @@
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ChangeFeed, Executor } from '@esp/db'
+import type { ChangeFeed, Db } from '@esp/db'
 import { AUTH_TOPIC, Authenticator, AuthThrottle, type Clock, CredentialCache, type CredentialCacheOptions, DEFAULT_CREDENTIAL_CACHE, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
 import { createThrottleStore } from './auth-throttle.js'
 
@@ -24,7 +24,7 @@ declare module 'fastify' {
 }
 
 export interface AuthOptions {
-  db: Executor
+  db: Db
   jwtSecret: string
   clock: Clock
   /** limits on failed credential checks; the platform's defaults without them */

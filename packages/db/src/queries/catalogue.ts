@@ -47,10 +47,14 @@ export async function loadCatalogue (database: Pick<Database, 'sql'>): Promise<C
   }, 'isolation level repeatable read read only')
 }
 
-/** The generation alone, for a read barrier; prepared once on each connection. */
-export function catalogueGenerationReader (database: Pick<Database, 'sql'>): () => Promise<number> {
+/** The generations of what processes keep in memory: credentials (auth) and the reference data. */
+export interface Generations { auth: number, catalogue: number }
+
+/** Both generations in one prepared statement, for the read barrier every cache shares. */
+export function generationsReader (database: Pick<Database, 'sql'>): () => Promise<Generations> {
   return async () => {
-    const [row] = await database.sql.unsafe<Array<{ value: number }>>('select value from catalogue_generation where id = 1', [], { prepare: true })
-    return row?.value ?? 0
+    const [row] = await database.sql.unsafe<Generations[]>(
+      'select (select value from auth_generation where id = 1) as auth, (select value from catalogue_generation where id = 1) as catalogue', [], { prepare: true })
+    return { auth: row?.auth ?? 0, catalogue: row?.catalogue ?? 0 }
   }
 }

@@ -221,11 +221,12 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
     where d.archived_at is null and ${visible('d')} order by wanted.n`
   const ofOwners = `with ${siblings('select unnest($1::int4[])')}
     select ${listSelect} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
-  // One row with a null id when the page is past the end, so the total still comes back.
-  const page = `with matching as (select d.id from devices d where d.archived_at is null and ${visible('d')}),
-    wanted as (select id from matching order by id limit (select $1::int8) offset (select $5::int8)),
+  // One row with a null id when the page is past the end, so the total still comes back. The page
+  // walks the primary key and stops at its last row; the total counts the owner index alone.
+  const page = `with wanted as (select d.id from devices d where d.archived_at is null and ${visible('d')}
+      order by d.id limit (select $1::int8) offset (select $5::int8)),
     ${siblings('select owner_id from devices where id in (select id from wanted)')}
-    select (select count(*) from matching) as total, x.* from (select 1) one
+    select (select count(*) from devices c where c.archived_at is null and ${visible('c')}) as total, x.* from (select 1) one
     left join (select ${listSelect} from wanted join ${from} on d.id = wanted.id) x on true order by x.id`
   const params = (key: unknown, scope: ReadScope): Array<number | boolean | null | number[]> =>
     [key as number, scope.viewerId, scope.admin, scope.withData]

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { and, eq, isNull, or, sql } from 'drizzle-orm'
-import { accessTokens, authGeneration, type ChangeSubscriber, type Executor, notifyChange, users } from '@esp/db'
+import { accessTokens, authGeneration, type ChangeSubscriber, type Db, type Executor, type Generations, notifyChange, users } from '@esp/db'
+import { GenerationBarrier, generations } from '../generations.js'
 import { sha256 } from './secrets.js'
 import type { CredentialGate } from './throttle.js'
 import { checkCredentials, type TokenSigner } from './tokens.js'
@@ -38,48 +39,6 @@ export const AUTH_TOPIC = 'auth'
 export async function revokeCredentials (tx: Pick<Executor, 'update' | 'execute'>, userId: number | null): Promise<void> {
   await tx.update(authGeneration).set({ value: sql`${authGeneration.value} + 1` }).where(eq(authGeneration.id, 1))
   await notifyChange(tx, AUTH_TOPIC, { userId })
-}
-
-type Read = () => Promise<number>
-interface Settle { resolve: (value: number) => void, reject: (err: unknown) => void }
-
-/**
- * Reads the auth generation for many requests at once, each answer from a query sent after the
- * caller asked: callers that arrive while one is in flight wait for the next one.
- */
-export class GenerationBarrier {
-  private waiting: { promise: Promise<number> } & Settle | undefined
-  private running = false
-
-  constructor (private readonly read: Read) {}
-
-  async current (): Promise<number> {
-    if (this.waiting === undefined) {
-      let settle!: Settle
-      const promise = new Promise<number>((resolve, reject) => { settle = { resolve, reject } })
-      this.waiting = { promise, ...settle }
-    }
-    const { promise } = this.waiting
-    if (!this.running) this.send()
-    return await promise
-  }
-
-  private send (): void {
-    const batch = this.waiting
-    this.waiting = undefined
-    if (batch === undefined) return
-    this.running = true
-    this.read().then(batch.resolve, batch.reject).finally(() => {
-      this.running = false
-      this.send()
-    })
-  }
-}
-
-/** The generation read, built once (no statement is built per request). */
-export function generationReader (db: Executor): Read {
-  const prepared = db.select({ value: authGeneration.value }).from(authGeneration).where(eq(authGeneration.id, 1)).prepare('esp_auth_generation')
-  return async () => (await prepared.execute())[0]?.value ?? 0
 }
 
 interface Entry { viewer: Viewer, generation: number, expiresAtMs: number }
@@ -144,7 +103,8 @@ export class CredentialCache {
 
 /** What a token or Basic check needs beyond the cache. */
 export interface AuthenticatorDeps {
-  db: Executor
+  /** the pool's own Drizzle database: its generation barrier is the pool's (generations.ts) */
+  db: Db
   signer: TokenSigner
   now: () => Date
   cache?: CredentialCache
@@ -157,12 +117,12 @@ export interface AuthenticatorDeps {
  */
 export class Authenticator {
   readonly cache: CredentialCache
-  private readonly barrier: GenerationBarrier
+  private readonly barrier: GenerationBarrier<Generations>
   private readonly tokenQuery
 
   constructor (private readonly deps: AuthenticatorDeps) {
     this.cache = deps.cache ?? new CredentialCache()
-    this.barrier = new GenerationBarrier(generationReader(deps.db))
+    this.barrier = generations(deps.db.$client)
     this.tokenQuery = tokenStatement(deps.db)
   }
 
@@ -171,7 +131,7 @@ export class Authenticator {
     return await gate.verifyToken(async () => {
       if (token === '' || token.length > 4096) return null
       const key = 'token:' + sha256(token)
-      const generation = await this.barrier.current()
+      const generation = (await this.barrier.current()).auth
       const nowMs = this.deps.now().getTime()
       const known = this.cache.get(key, generation, nowMs)
       if (known !== undefined) return known
@@ -189,7 +149,7 @@ export class Authenticator {
     return await gate.verify(login, async () => {
       if (login === undefined) return null
       const key = this.cache.basicKey(login, password)
-      const generation = await this.barrier.current()
+      const generation = (await this.barrier.current()).auth
       const nowMs = this.deps.now().getTime()
       const known = this.cache.get(key, generation, nowMs)
       if (known !== undefined) return known

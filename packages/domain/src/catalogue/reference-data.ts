@@ -1,5 +1,5 @@
-import { type CatalogueRows, catalogueGenerationReader, type ChangeSubscriber, type KitRow, loadCatalogue, type MeasurementRow, type SensorRow, type Sql, type TagRow, type TagSensorRow } from '@esp/db'
-import { GenerationBarrier } from '../auth/credential-cache.js'
+import { type CatalogueRows, type ChangeSubscriber, type KitRow, loadCatalogue, type MeasurementRow, type SensorRow, type Sql, type TagRow, type TagSensorRow } from '@esp/db'
+import { generations } from '../generations.js'
 import { oncePer } from '../once-per.js'
 import { formatTimestamp } from '../time.js'
 
@@ -164,8 +164,10 @@ export class Catalogue {
       created_at: formatTimestamp(k.createdAt),
       updated_at: formatTimestamp(k.updatedAt),
       sensors: (this.kitLinks.get(k.id) ?? []).flatMap((link) => {
-        const sensor = this.sensorView(link.sensorId)
-        return sensor === undefined ? [] : [{ ...sensor, key: link.key }]
+        const sensor = this.sensors.get(link.sensorId)
+        // A fresh representation with the key as its last field: a spread of the shared one
+        // would make a slow object that every answer then serializes.
+        return sensor === undefined ? [] : [Object.assign(this.presentSensorRow(sensor), { key: link.key })]
       })
     }
   }
@@ -177,17 +179,14 @@ export type KitView = ReturnType<Catalogue['presentKitRow']>
 export class ReferenceData {
   private latest: Catalogue | undefined
   private loading: Promise<Catalogue> | undefined
-  private readonly barrier: GenerationBarrier
   /** how many times the data was loaded (for tests and metrics) */
   loads = 0
 
-  constructor (private readonly sql: Sql) {
-    this.barrier = new GenerationBarrier(catalogueGenerationReader({ sql }))
-  }
+  constructor (private readonly sql: Sql) {}
 
   /** The data as of a generation read after the caller's request arrived: never older than a write that returned. */
   async fresh (): Promise<Catalogue> {
-    return await this.atLeast(await this.barrier.current())
+    return await this.atLeast((await generations(this.sql).current()).catalogue)
   }
 
   /** The data of `generation` or a later one, loading it when what is kept is older. */
