@@ -4,7 +4,7 @@ import { detectImageType, errors, OkMessage, signUploadPolicy, UserBody, userSer
 import { baseUrl, binaryFile, errorResponses, multipartForm, requireViewer, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { readMultipartForm } from './multipart.js'
-import { renderUser } from './user-view.js'
+import { renderUser, renderUserByKey } from './user-view.js'
 
 const USER_FIELDS = ['email', 'username', 'password', 'city', 'country_code', 'url', 'first_name', 'last_name'] as const
 const MultipartUpdate = multipartForm(Type.Object({
@@ -21,7 +21,7 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
     schema: { tags, summary: 'The current user, with their devices', operationId: 'getMe', security: SIGNED_IN, response: { 200: Type.Ref('User'), ...errorResponses(401, 429) } }
   }, async (request) => {
     const viewer = requireViewer(request)
-    return await renderUser(ctx, request, await userService.findUser(ctx.database.db, viewer.id))
+    return await renderUserByKey(ctx, request, viewer.id)
   })
 
   for (const method of ['PATCH', 'PUT'] as const) {

@@ -1,16 +1,11 @@
 import type { FastifyRequest } from 'fastify'
-import { deviceService, presentDevices, presentUser, type UserRow, type UserView } from '@esp/domain'
+import { type DeviceRecord, deviceService, presentDevices, presentUser, recordId, type UserRow, type UserView, userService } from '@esp/domain'
 import { baseUrl } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
-/**
- * Users with their devices, rendered for the caller. Clients read full device objects here
- * (clients.md §4.28), without data; the devices of the whole page take a fixed number of queries.
- */
-export async function renderUsers (ctx: ApiContext, request: FastifyRequest, rows: UserRow[]): Promise<UserView[]> {
-  const now = ctx.clock()
+/** Users with the devices already read for them, rendered for the caller. */
+function present (request: FastifyRequest, rows: UserRow[], deviceRows: DeviceRecord[], now: Date): UserView[] {
   const base = baseUrl(request)
-  const deviceRows = await deviceService.devicesOfOwners(ctx.database.sql, rows.map((r) => r.id), request.viewer)
   const views = presentDevices(deviceRows, { viewer: request.viewer, baseUrl: base, now })
   const byOwner = new Map<number, unknown[]>()
   deviceRows.forEach((row, i) => {
@@ -21,8 +16,34 @@ export async function renderUsers (ctx: ApiContext, request: FastifyRequest, row
   return rows.map((row) => presentUser(row, { viewer: request.viewer, baseUrl: base, devices: byOwner.get(row.id) ?? [] }))
 }
 
+/**
+ * Users with their devices, rendered for the caller. Clients read full device objects here
+ * (clients.md §4.28), without data; the devices of the whole page take a fixed number of queries.
+ */
+export async function renderUsers (ctx: ApiContext, request: FastifyRequest, rows: UserRow[]): Promise<UserView[]> {
+  const now = ctx.clock()
+  return present(request, rows, await deviceService.devicesOfOwners(ctx.database.sql, rows.map((r) => r.id), request.viewer), now)
+}
+
 export async function renderUser (ctx: ApiContext, request: FastifyRequest, row: UserRow): Promise<UserView> {
   const [user] = await renderUsers(ctx, request, [row])
+  if (user === undefined) throw new Error('no user rendered')
+  return user
+}
+
+/**
+ * GET /users/:id_or_username and /me: by id, the user and their devices are read side by side (one
+ * round trip instead of two); by username, the user first.
+ */
+export async function renderUserByKey (ctx: ApiContext, request: FastifyRequest, key: string | number): Promise<UserView> {
+  const id = recordId(key)
+  if (id === null) return await renderUser(ctx, request, await userService.findUser(ctx.database.db, key))
+  const now = ctx.clock()
+  const [row, deviceRows] = await Promise.all([
+    userService.findUser(ctx.database.db, id),
+    deviceService.devicesOfOwners(ctx.database.sql, [id], request.viewer)
+  ])
+  const [user] = present(request, [row], deviceRows, now)
   if (user === undefined) throw new Error('no user rendered')
   return user
 }

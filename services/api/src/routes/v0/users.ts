@@ -3,7 +3,7 @@ import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, isAdmin, OkMessage, presentUser, User, UserBody, userService } from '@esp/domain'
 import { baseUrl, errorResponses, listQuery, rawQuery, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
-import { renderUser, renderUsers } from './user-view.js'
+import { renderUser, renderUserByKey, renderUsers } from './user-view.js'
 
 const IdOrUsername = Type.Object({ id_or_username: Type.String({ minLength: 1, maxLength: 100, description: 'user id, or username' }) })
 const ListQuery = listQuery(userService.userFilters)
@@ -30,7 +30,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
 
   app.get('/users/:id_or_username', {
     schema: { tags, summary: 'One user, by id or username', operationId: 'getUser', params: IdOrUsername, response: { 200: Type.Ref('User'), ...errorResponses(401, 404, 429) } }
-  }, async (request) => await renderUser(ctx, request, await userService.findUser(ctx.database.db, request.params.id_or_username)))
+  }, async (request) => await renderUserByKey(ctx, request, request.params.id_or_username))
 
   app.post('/users', {
     schema: {
