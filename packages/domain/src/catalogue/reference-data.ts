@@ -178,7 +178,9 @@ export type KitView = ReturnType<Catalogue['presentKitRow']>
 /** The reference data of one database, kept in the process (see the top of this file). */
 export class ReferenceData {
   private latest: Catalogue | undefined
-  private loading: Promise<Catalogue> | undefined
+  /** the load under way, and its number: loads are numbered in the order they start */
+  private loading: { number: number, promise: Promise<Catalogue> } | undefined
+  private started = 0
   /** how many times the data was loaded (for tests and metrics) */
   loads = 0
 
@@ -189,39 +191,45 @@ export class ReferenceData {
     return await this.atLeast((await generations(this.sql).current()).catalogue)
   }
 
-  /** The data of `generation` or a later one, loading it when what is kept is older. */
+  /**
+   * The data of `generation` or a later one: what is kept when it is that new, else a load. The
+   * caller read `generation` from a snapshot taken before this call, so any load that starts
+   * after this call reads it or a later one; a load already under way may have started before
+   * it committed, so its answer counts only if it is new enough.
+   */
   async atLeast (generation: number): Promise<Catalogue> {
-    for (;;) {
-      const latest = this.latest
-      if (latest !== undefined && latest.generation >= generation) return latest
-      // A load already under way may have read an older generation than this caller's: then one
-      // more, which starts after the caller's generation committed and so reads it or a later one.
-      const pending = this.loading ?? this.load()
-      const loaded = await pending
+    const latest = this.latest
+    if (latest !== undefined && latest.generation >= generation) return latest
+    const before = this.started
+    const pending = this.loading
+    if (pending !== undefined) {
+      const loaded = await pending.promise
       if (loaded.generation >= generation) return loaded
-      if (this.loading === pending) this.loading = undefined
     }
+    const next = this.loading
+    return next !== undefined && next.number > before ? await next.promise : await this.load()
   }
 
   /** The change feed's subscriber: a write elsewhere reloads ahead of the next request; a lost feed forgets. */
   subscriber (onError: (err: unknown) => void): ChangeSubscriber {
     return {
-      change: () => { this.atLeast((this.latest?.generation ?? -1) + 1).catch(onError) },
+      change: () => { if (this.loading === undefined) this.load().catch(onError) },
       reset: () => { this.latest = undefined }
     }
   }
 
   private async load (): Promise<Catalogue> {
-    const loading = loadCatalogue({ sql: this.sql }).then((rows) => {
+    const number = ++this.started
+    const promise = loadCatalogue({ sql: this.sql }).then((rows) => {
       this.loads++
       const catalogue = new Catalogue(rows)
       if (this.latest === undefined || catalogue.generation >= this.latest.generation) this.latest = catalogue
       return catalogue
     }).finally(() => {
-      if (this.loading === loading) this.loading = undefined
+      if (this.loading?.number === number) this.loading = undefined
     })
-    this.loading = loading
-    return await loading
+    this.loading = { number, promise }
+    return await promise
   }
 }
 
