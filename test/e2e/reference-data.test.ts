@@ -114,9 +114,26 @@ t.test('a write to the reference data notifies on commit, not before, and bumps 
   t.same(heard, [], 'a rolled-back write tells nobody')
   t.equal(await generation(), before + 1, 'and leaves the generation')
 
-  for (const table of ['measurements', 'kits', 'kit_sensors', 'tag_sensors', 'sensor_tags']) {
-    const was = await generation()
-    await database.sql.unsafe(`delete from ${table} where false`)
-    t.equal(await generation(), was + 1, `a statement on ${table} bumps it too`)
-  }
+  // Each table, in one transaction rolled back at the end: a real change bumps it (visible to the
+  // transaction itself), a statement that changes nothing does not (the seed runs at every start).
+  const changes: Array<[string, string]> = [
+    ['measurements', 'update measurements set name = name where id = (select min(id) from measurements)'],
+    ['sensors', 'update sensors set name = name where id = (select min(id) from sensors)'],
+    ['kits', 'update kits set name = name where id = (select min(id) from kits)'],
+    ['kit_sensors', 'update kit_sensors set key = key where (kit_id, sensor_id) = (select kit_id, sensor_id from kit_sensors limit 1)'],
+    ['tags', "insert into tags (name) values ('trigger probe')"],
+    ['tag_sensors', "insert into tag_sensors (name) values ('trigger probe')"],
+    ['sensor_tags', "insert into sensor_tags (sensor_id, tag_sensor_id) select (select min(id) from sensors), id from tag_sensors where name = 'trigger probe'"]
+  ]
+  await database.sql.begin(async (tx) => {
+    const inside = async (): Promise<number> => (await tx<Array<{ value: number }>>`select value from catalogue_generation`)[0]?.value ?? -1
+    for (const [table, change] of changes) {
+      const was = await inside()
+      await tx.unsafe(`delete from ${table} where false`)
+      t.equal(await inside(), was, `a statement on ${table} that changes nothing leaves it`)
+      await tx.unsafe(change)
+      t.equal(await inside(), was + 1, `a change to ${table} bumps it`)
+    }
+    throw new Error('roll back')
+  }).catch((err: unknown) => { if (!(err instanceof Error && err.message === 'roll back')) throw err })
 })

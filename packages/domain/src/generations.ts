@@ -11,10 +11,17 @@ interface Settle<T> { resolve: (value: T) => void, reject: (err: unknown) => voi
 export class GenerationBarrier<T = number> {
   private waiting: { promise: Promise<T> } & Settle<T> | undefined
   private running = false
+  /** the last answer, and when (performance.now()) the query that gave it was sent */
+  private last: { value: T, sentAt: number } | undefined
 
   constructor (private readonly read: () => Promise<T>) {}
 
-  async current (): Promise<T> {
+  /**
+   * The value from a query sent after the caller asked, or, with `notBefore`, from one sent at or
+   * after that moment (a request's arrival): a request reading two caches waits for one query.
+   */
+  async current (notBefore?: number): Promise<T> {
+    if (notBefore !== undefined && this.last !== undefined && this.last.sentAt >= notBefore) return this.last.value
     if (this.waiting === undefined) {
       let settle!: Settle<T>
       const promise = new Promise<T>((resolve, reject) => { settle = { resolve, reject } })
@@ -30,7 +37,11 @@ export class GenerationBarrier<T = number> {
     this.waiting = undefined
     if (batch === undefined) return
     this.running = true
-    this.read().then(batch.resolve, batch.reject).finally(() => {
+    const sentAt = performance.now()
+    this.read().then((value) => {
+      if (this.last === undefined || sentAt >= this.last.sentAt) this.last = { value, sentAt }
+      batch.resolve(value)
+    }, batch.reject).finally(() => {
       this.running = false
       this.send()
     })
@@ -39,6 +50,7 @@ export class GenerationBarrier<T = number> {
 
 /**
  * The generations of the credential cache and the reference data, read together by one barrier
- * per pool: a request with a token that reads the catalogue waits for one query, not two.
+ * per pool: a request with a token that reads the catalogue waits for one query, not two
+ * (the second cache takes the first's answer, `current(notBefore)`).
  */
 export const generations = oncePer((sql: Sql) => new GenerationBarrier<Generations>(generationsReader({ sql })))

@@ -38,7 +38,7 @@ export async function loadCatalogue (database: Pick<Database, 'sql'>): Promise<C
       sensors: await db.select().from(sensors).orderBy(asc(sensors.name), asc(sensors.id)),
       kits: await db.select().from(kits).orderBy(asc(kits.id)),
       kitSensors: await db.select({ kitId: kitSensors.kitId, sensorId: kitSensors.sensorId, key: kitSensors.key }).from(kitSensors)
-        .orderBy(asc(kitSensors.kitId), asc(kitSensors.position)),
+        .orderBy(asc(kitSensors.kitId), asc(kitSensors.position), asc(kitSensors.sensorId)),
       tags: await db.select().from(tags).orderBy(asc(tags.name), asc(tags.id)),
       tagSensors: await db.select().from(tagSensors).orderBy(asc(tagSensors.id)),
       sensorTags: await db.select({ sensorId: sensorTags.sensorId, name: tagSensors.name }).from(sensorTags)

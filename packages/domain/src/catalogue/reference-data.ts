@@ -177,56 +177,72 @@ export type KitView = ReturnType<Catalogue['presentKitRow']>
 
 /** The reference data of one database, kept in the process (see the top of this file). */
 export class ReferenceData {
-  private latest: Catalogue | undefined
+  private latest: { number: number, catalogue: Catalogue } | undefined
   /** the load under way, and its number: loads are numbered in the order they start */
   private loading: { number: number, promise: Promise<Catalogue> } | undefined
   private started = 0
+  /** a change was announced while a load that may predate it ran: load again after it */
+  private stale = false
   /** how many times the data was loaded (for tests and metrics) */
   loads = 0
 
   constructor (private readonly sql: Sql) {}
 
-  /** The data as of a generation read after the caller's request arrived: never older than a write that returned. */
-  async fresh (): Promise<Catalogue> {
-    return await this.atLeast((await generations(this.sql).current()).catalogue)
+  /**
+   * The data as of a generation read by a query sent after `notBefore` (performance.now(); the
+   * request's arrival): never older than a write that returned before it. A signed-in request's
+   * credential check already read one, and it serves here too.
+   */
+  async fresh (notBefore = performance.now()): Promise<Catalogue> {
+    return await this.atLeast((await generations(this.sql).current(notBefore)).catalogue)
   }
 
   /**
-   * The data of `generation` or a later one: what is kept when it is that new, else a load. The
-   * caller read `generation` from a snapshot taken before this call, so any load that starts
-   * after this call reads it or a later one; a load already under way may have started before
-   * it committed, so its answer counts only if it is new enough.
+   * The data of `generation`: what is kept when it has that generation, else a load. The caller
+   * read `generation` from a snapshot taken before this call, so any load that starts after this
+   * call reads it or a later one; a load already under way may have started before it committed,
+   * so its answer counts only if it has that generation. Equality, not order: a database restored
+   * from a backup can go back to a lower generation, and then what is kept is not that data.
    */
   async atLeast (generation: number): Promise<Catalogue> {
-    const latest = this.latest
-    if (latest !== undefined && latest.generation >= generation) return latest
+    const latest = this.latest?.catalogue
+    if (latest !== undefined && latest.generation === generation) return latest
     const before = this.started
     const pending = this.loading
     if (pending !== undefined) {
       const loaded = await pending.promise
-      if (loaded.generation >= generation) return loaded
+      if (loaded.generation === generation) return loaded
     }
     const next = this.loading
     return next !== undefined && next.number > before ? await next.promise : await this.load()
   }
 
-  /** The change feed's subscriber: a write elsewhere reloads ahead of the next request; a lost feed forgets. */
+  /**
+   * The change feed's subscriber: a write elsewhere reloads ahead of the next request (again after
+   * a load under way, which may predate it); after a reconnect, whose missed notices are lost, it
+   * reloads too. Requests never depend on it: they check the generation.
+   */
   subscriber (onError: (err: unknown) => void): ChangeSubscriber {
-    return {
-      change: () => { if (this.loading === undefined) this.load().catch(onError) },
-      reset: () => { this.latest = undefined }
+    const reload = (): void => {
+      if (this.loading === undefined) this.load().catch(onError)
+      else this.stale = true
     }
+    return { change: reload, reset: reload }
   }
 
   private async load (): Promise<Catalogue> {
     const number = ++this.started
+    this.stale = false
     const promise = loadCatalogue({ sql: this.sql }).then((rows) => {
       this.loads++
       const catalogue = new Catalogue(rows)
-      if (this.latest === undefined || catalogue.generation >= this.latest.generation) this.latest = catalogue
+      // The load that started last holds what the database has now.
+      if (this.latest === undefined || number > this.latest.number) this.latest = { number, catalogue }
       return catalogue
     }).finally(() => {
-      if (this.loading?.number === number) this.loading = undefined
+      if (this.loading?.number !== number) return
+      this.loading = undefined
+      if (this.stale) this.load().catch(() => { this.stale = true })
     })
     this.loading = { number, promise }
     return await promise

@@ -33,7 +33,8 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // Single records and what lists embed come from the reference data in memory, never older
   // than a write that returned (reference-data.ts); lists and their filters stay in SQL.
   const reference = referenceData(ctx.database.sql)
-  const fresh = async () => await reference.fresh()
+  // A generation read after the request arrived; a token's check already read one (generations.ts).
+  const fresh = async (reply?: FastifyReply) => await reference.fresh(reply === undefined ? undefined : performance.now() - reply.elapsedTime)
 
   /** Filters, sort and page of a catalogue list, with the pagination headers. */
   function page (request: FastifyRequest, reply: FastifyReply, spec: FilterSpec) {
@@ -69,16 +70,17 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   })
 
   // sensors
-  const presentSensors = async (rows: Array<typeof sensors.$inferSelect>) => {
-    const known = await fresh()
+  const presentSensors = async (rows: Array<typeof sensors.$inferSelect>, reply?: FastifyReply) => {
+    const known = await fresh(reply)
     return rows.map((s) => known.presentSensorRow(s))
   }
   app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', { list: catalogue.sensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)
-    return await presentSensors(done(await listPage(db, sensors, query, sensors.id, undefined, query.orderBy)))
+    const [rows, known] = await Promise.all([listPage(db, sensors, query, sensors.id, undefined, query.orderBy), fresh(reply)])
+    return done(rows).map((s) => known.presentSensorRow(s))
   })
-  app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest) =>
-    catalogue.sensorIn(await fresh(), idParam(request)))
+  app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest, reply: FastifyReply) =>
+    catalogue.sensorIn(await fresh(reply), idParam(request)))
   app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201), async (request, reply) => {
     const row = await catalogue.writeSensor(db, request.body, request.viewer)
     reply.code(201)
@@ -102,8 +104,8 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     const { query, done } = page(request, reply, catalogue.measurementFilters)
     return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
   })
-  app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest) =>
-    catalogue.presentMeasurement(catalogue.measurementIn(await fresh(), idParam(request))))
+  app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest, reply: FastifyReply) =>
+    catalogue.presentMeasurement(catalogue.measurementIn(await fresh(reply), idParam(request))))
   app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201), async (request, reply) => {
     const row = await catalogue.writeMeasurement(db, request.body, request.viewer)
     reply.code(201)
@@ -124,20 +126,20 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // kits (older form)
   app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', { list: catalogue.kitFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.kitFilters)
-    const rows = done(await listPage(db, kits, query, kits.id))
-    const known = await fresh()
-    return rows.map((k) => known.presentKitRow(k))
+    const [rows, known] = await Promise.all([listPage(db, kits, query, kits.id), fresh(reply)])
+    // The kept copy is no older than the page: its kits' views are made once per generation.
+    return done(rows).map((k) => known.kitView(k.id) ?? known.presentKitRow(k))
   })
-  app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', KitId), async (request: FastifyRequest) =>
-    catalogue.kitIn(await fresh(), idParam(request)))
+  app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', KitId), async (request: FastifyRequest, reply: FastifyReply) =>
+    catalogue.kitIn(await fresh(reply), idParam(request)))
 
   // tags
   app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagFilters)
     return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
   })
-  app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest) =>
-    catalogue.presentTag(catalogue.tagIn(await fresh(), idParam(request))))
+  app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest, reply: FastifyReply) =>
+    catalogue.presentTag(catalogue.tagIn(await fresh(reply), idParam(request))))
   app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201), async (request, reply) => {
     const row = await catalogue.writeTag(db, request.body, request.viewer)
     reply.code(201)
@@ -165,8 +167,8 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     const { query, done } = page(request, reply, catalogue.tagSensorFilters)
     return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
   })
-  app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest) =>
-    catalogue.presentTagSensor(catalogue.tagSensorIn(await fresh(), idParam(request))))
+  app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest, reply: FastifyReply) =>
+    catalogue.presentTagSensor(catalogue.tagSensorIn(await fresh(reply), idParam(request))))
   app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201), async (request, reply) => {
     const row = await catalogue.writeTagSensor(db, request.body, request.viewer)
     reply.code(201)
