@@ -76,6 +76,12 @@ export async function benchSoak (p: BenchPlatform, quick: boolean): Promise<Soak
       }, () => {})
     })
     const end = child.memory()
+    // The load's own clock starts after t0, so its last minute may end before the sampler's: then
+    // the last minute's figure is the one taken as the load stopped.
+    if (minuteRss.length < Math.floor(minutes)) {
+      minuteRss.push(end.rss)
+      minuteHeap.push(await child.heap().catch(() => ({ used: NaN, total: NaN, external: NaN })))
+    }
     const idleSeconds = quick ? 1 : 60
     await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000))
     const after = child.memory()

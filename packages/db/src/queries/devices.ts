@@ -216,11 +216,12 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
   const from = 'devices d left join siblings sib on sib.owner_id = d.owner_id'
   const byId = `with ${siblings('select owner_id from devices where id = $1')}
     select ${select} from ${from} where d.id = $1 and d.archived_at is null`
-  const byIds = `with ${siblings('select owner_id from devices where id = any($1::int4[])')}
-    select ${listSelect} from unnest($1::int4[]) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
+  const byIds = `with ${siblings('select owner_id from devices where id in (select unnest((select $1::int4[])))')}
+    select ${listSelect} from unnest((select $1::int4[])) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
     where d.archived_at is null and ${visible('d')} order by wanted.n`
-  const ofOwners = `with ${siblings('select unnest($1::int4[])')}
-    select ${listSelect} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
+  const ofOwners = `with ${siblings('select unnest((select $1::int4[]))')}
+    select ${listSelect} from ${from} where d.owner_id in (select unnest((select $1::int4[]))) and d.archived_at is null and ${visible('d')}
+    order by d.id`
   // One row with a null id when the page is past the end, so the total still comes back. The page
   // walks the primary key and stops at its last row; the total counts the owner index alone.
   const page = `with wanted as (select d.id from devices d where d.archived_at is null and ${visible('d')}
