@@ -219,9 +219,10 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
   const byIds = `with ${siblings('select owner_id from devices where id in (select unnest((select $1::int4[])))')}
     select ${listSelect} from unnest((select $1::int4[])) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
     where d.archived_at is null and ${visible('d')} order by wanted.n`
-  const ofOwners = `with ${siblings('select unnest((select $1::int4[]))')}
-    select ${listSelect} from ${from} where d.owner_id in (select unnest((select $1::int4[]))) and d.archived_at is null and ${visible('d')}
-    order by d.id`
+  // Owners by a bare array: on PostgreSQL 18 (the embedded default) the generic plan of this
+  // statement was slower than planning it each time (GET /users/:id 580/s against 765/s).
+  const ofOwners = `with ${siblings('select unnest($1::int4[])')}
+    select ${listSelect} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
   // One row with a null id when the page is past the end, so the total still comes back. The page
   // walks the primary key and stops at its last row; the total counts the owner index alone.
   const page = `with wanted as (select d.id from devices d where d.archived_at is null and ${visible('d')}
