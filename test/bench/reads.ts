@@ -10,6 +10,8 @@ export interface RouteFigures {
   route: string
   /** the issue's target against the bare lookup (anonymous), none for GET /v0/ */
   target: number | null
+  /** the bare lookup, measured in the slices alternating with this route's */
+  bareRequestsPerSecond: number
   anonymous: LoadFigures
   bearer: LoadFigures
   /** the same request with a citizen's Bearer token against it made anonymously: target >= 0.85 */
@@ -25,31 +27,27 @@ export interface ReadFigures {
   routes: RouteFigures[]
 }
 
-async function load (url: string, headers: Record<string, string>, concurrency: number, seconds: number): Promise<Load> {
-  const result = await runScript<Load>('load.ts', { url, headers, concurrency, seconds }, 'the load generator')
-  if (result.failures > 0) throw new Error(`${url}: ${result.failures} requests failed`)
-  return result
-}
-
 /**
- * Two loads compared by their ratio, in alternating slices (A B, B A, ...) rather than one after
- * the other: on a machine shared with other work, load that comes and goes then weighs on both.
+ * Loads compared by their ratios, in alternating slices (A B C, B C A, C A B, ...) rather than one
+ * after the other: on a machine shared with other work, load that comes and goes then weighs on
+ * each alike, the bare baseline included.
  */
-async function paired (url: string, a: Record<string, string>, b: Record<string, string>, concurrency: number, seconds: number, slices: number): Promise<[Load, Load]> {
-  const sides = [a, b].map(() => ({ latencies: [] as number[], requests: 0, seconds: 0 }))
+async function interleaved (sides: Array<{ url: string, headers: Record<string, string> }>, concurrency: number, seconds: number, slices: number): Promise<Load[]> {
+  const totals = sides.map(() => ({ latencies: [] as number[], requests: 0, seconds: 0 }))
   for (let i = 0; i < slices; i++) {
-    for (const side of i % 2 === 0 ? [0, 1] : [1, 0]) {
-      const result = await runScript<Load & { seconds: number, latencies: number[] }>('load.ts', { url, headers: side === 0 ? a : b, concurrency, seconds: seconds / slices, raw: true }, 'the load generator')
-      if (result.failures > 0) throw new Error(`${url}: ${result.failures} requests failed`)
-      const total = sides[side]
-      if (total === undefined) continue
+    for (let k = 0; k < sides.length; k++) {
+      const index = (i + k) % sides.length
+      const side = sides[index]
+      const total = totals[index]
+      if (side === undefined || total === undefined) continue
+      const result = await runScript<Load & { seconds: number, latencies: number[] }>('load.ts', { url: side.url, headers: side.headers, concurrency, seconds: seconds / slices, raw: true }, 'the load generator')
+      if (result.failures > 0) throw new Error(`${side.url}: ${result.failures} requests failed`)
       for (const latency of result.latencies) total.latencies.push(latency)
       total.requests += result.requests
       total.seconds += result.seconds
     }
   }
-  const [first, second] = sides.map((s) => ({ requests: s.requests, failures: 0, requestsPerSecond: s.requests / s.seconds, p50: percentile(s.latencies, 50), p95: percentile(s.latencies, 95), p99: percentile(s.latencies, 99) }))
-  return [first as Load, second as Load]
+  return totals.map((s) => ({ requests: s.requests, failures: 0, requestsPerSecond: s.requests / s.seconds, p50: percentile(s.latencies, 50), p95: percentile(s.latencies, 95), p99: percentile(s.latencies, 99) }))
 }
 
 /**
@@ -112,16 +110,20 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     { route: 'GET /v0/', path: '/v0/', target: null }
   ]
   try {
-    progress(`reads: ${concurrency} clients for ${seconds} s each: bare lookup, then ${routes.length} routes anonymous and with a Bearer token`)
-    const baseline = await load(`${bareBase}/lookup/${deviceId}`, {}, concurrency, seconds)
-    const figures = (l: Load): LoadFigures => ({
-      requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), p99: round(l.p99), ratioToBaseline: round(l.requestsPerSecond / baseline.requestsPerSecond, 3)
-    })
+    progress(`reads: ${concurrency} clients for ${seconds} s each: ${routes.length} routes anonymous and with a Bearer token, each beside the bare lookup`)
+    const bareSide = { url: `${bareBase}/lookup/${deviceId}`, headers: {} }
+    const baselines: Load[] = []
     const results: RouteFigures[] = []
     for (const { route, path, target } of routes) {
-      const [anonymous, bearer] = await paired(`${p.base}${path}`, {}, { authorization: `Bearer ${token}` }, concurrency, seconds, quick ? 1 : 5)
-      results.push({ route, target, anonymous: figures(anonymous), bearer: figures(bearer), bearerToAnonymous: round(bearer.requestsPerSecond / anonymous.requestsPerSecond, 3) })
+      const [bare, anonymous, bearer] = await interleaved([bareSide, { url: `${p.base}${path}`, headers: {} }, { url: `${p.base}${path}`, headers: { authorization: `Bearer ${token}` } }], concurrency, seconds, quick ? 1 : 5) as [Load, Load, Load]
+      baselines.push(bare)
+      const figures = (l: Load): LoadFigures => ({
+        requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), p99: round(l.p99), ratioToBaseline: round(l.requestsPerSecond / bare.requestsPerSecond, 3)
+      })
+      results.push({ route, target, bareRequestsPerSecond: Math.round(bare.requestsPerSecond), anonymous: figures(anonymous), bearer: figures(bearer), bearerToAnonymous: round(bearer.requestsPerSecond / anonymous.requestsPerSecond, 3) })
     }
+    const all = baselines.reduce((sum, b) => ({ requests: sum.requests + b.requests, seconds: sum.seconds + b.requests / b.requestsPerSecond }), { requests: 0, seconds: 0 })
+    const baseline = { requestsPerSecond: all.requests / all.seconds, p50: Math.min(...baselines.map((b) => b.p50)), p99: Math.max(...baselines.map((b) => b.p99)) }
     return {
       devices,
       devicesPerOwner: DEVICES_PER_OWNER,

@@ -95,12 +95,12 @@ if (results.rollups !== undefined) {
 if (results.reads !== undefined) {
   const r = results.reads
   lines.push('## Reads (case 4)', '',
-    `${r.concurrency} keep-alive clients for ${r.seconds} s per route and caller (anonymous and Bearer in alternating slices of ${r.seconds / 5} s), ${r.devices} devices with 12 latest values each, ${r.devicesPerOwner} to an owner; anonymous, and with a citizen's Bearer token. Baseline: a bare Fastify one-row lookup on the same pool, ${r.baseline.requestsPerSecond}/s, p50 ${r.baseline.p50} ms, p99 ${r.baseline.p99} ms. Rate limits on, with a limit configured for the run.`, '',
-    '| route | anonymous requests/s | p50 (p99) ms | ratio to bare | target | met | Bearer requests/s | p50 (p99) ms | Bearer / anonymous | >= 0.85 |', '|---|---|---|---|---|---|---|---|---|---|')
+    `${r.concurrency} keep-alive clients for ${r.seconds} s per route and caller, ${r.devices} devices with 12 latest values each, ${r.devicesPerOwner} to an owner; anonymous, and with a citizen's Bearer token. Baseline: a bare Fastify one-row lookup on the same pool, measured for each route in slices of ${r.seconds / 5} s alternating with the route's anonymous and Bearer slices (all routes: ${r.baseline.requestsPerSecond}/s, p99 up to ${r.baseline.p99} ms). Rate limits on, with a limit configured for the run.`, '',
+    '| route | bare requests/s | anonymous requests/s | p50 (p99) ms | ratio to bare | target | met | Bearer requests/s | p50 (p99) ms | Bearer / anonymous | >= 0.85 |', '|---|---|---|---|---|---|---|---|---|---|---|')
   for (const route of r.routes) {
     const a = route.anonymous
     const b = route.bearer
-    lines.push(`| ${route.route} | ${a.requestsPerSecond} | ${a.p50} (${a.p99}) | ${a.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${route.target === null ? '' : meets(a.ratioToBaseline >= route.target)} | ${b.requestsPerSecond} | ${b.p50} (${b.p99}) | ${route.bearerToAnonymous} | ${meets(route.bearerToAnonymous >= 0.85)} |`)
+    lines.push(`| ${route.route} | ${route.bareRequestsPerSecond} | ${a.requestsPerSecond} | ${a.p50} (${a.p99}) | ${a.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${route.target === null ? '' : meets(a.ratioToBaseline >= route.target)} | ${b.requestsPerSecond} | ${b.p50} (${b.p99}) | ${route.bearerToAnonymous} | ${meets(route.bearerToAnonymous >= 0.85)} |`)
   }
   lines.push('')
 }
