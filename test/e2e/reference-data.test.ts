@@ -10,6 +10,9 @@ import { startApiReplicas } from '../helpers/process.js'
 
 const ROUNDS = 4
 
+/** What the test reads of a sensor, wherever it is shown. */
+interface SensorShown { id: number, name: string, unit: string | null, measurement: { definition: string | null } | null }
+
 t.test('a write to the reference data through one api process, or in SQL, is seen at once by another', async (t) => {
   const database = await createTestDatabase(t)
   const [baseA = '', baseB = ''] = await startApiReplicas(t, database.url, { ADMIN_USERNAME: 'curator', ADMIN_EMAIL: 'curator@example.org', ADMIN_PASSWORD: 'curator password' })
@@ -18,10 +21,10 @@ t.test('a write to the reference data through one api process, or in SQL, is see
   const session = await fetch(`${baseA}/v0/sessions`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'curator', password: 'curator password' }) })
   t.equal(session.status, 200)
   const admin = { ...json, authorization: `Bearer ${(await session.json() as { access_token: string }).access_token}` }
-  const get = async (base: string, path: string): Promise<any> => {
+  const get = async <T>(base: string, path: string): Promise<T> => {
     const res = await fetch(`${base}${path}`)
     t.equal(res.status, 200, `GET ${path}`)
-    return await res.json()
+    return await res.json() as T
   }
   const patch = async (path: string, body: object): Promise<void> => {
     const res = await fetch(`${baseA}${path}`, { method: 'PATCH', headers: admin, body: JSON.stringify(body) })
@@ -40,14 +43,15 @@ t.test('a write to the reference data through one api process, or in SQL, is see
   await database.sql`insert into latest_readings (device_id, sensor_id, recorded_at, value, raw_value) values (${deviceId}, ${link.sensorId}, now(), 1, 1)`
 
   const views = async (base: string) => {
-    const device = await get(base, `/v0/devices/${deviceId}`)
-    const kit = await get(base, `/v0/kits/${link.kitId}`)
+    const device = await get<{ data: { sensors: SensorShown[] } }>(base, `/v0/devices/${deviceId}`)
+    const kit = await get<{ sensors: SensorShown[] }>(base, `/v0/kits/${link.kitId}`)
+    const shown = (sensors: SensorShown[]): SensorShown | undefined => sensors.find((s) => s.id === link.sensorId)
     return {
-      sensor: await get(base, `/v0/sensors/${link.sensorId}`),
-      inDevice: device.data.sensors.find((s: { id: number }) => s.id === link.sensorId),
-      inKit: kit.sensors.find((s: { id: number }) => s.id === link.sensorId),
-      inList: (await get(base, `/v0/sensors?q[id_eq]=${link.sensorId}`))[0],
-      measurement: await get(base, `/v0/measurements/${link.measurementId}`)
+      sensor: await get<SensorShown>(base, `/v0/sensors/${link.sensorId}`),
+      inDevice: shown(device.data.sensors),
+      inKit: shown(kit.sensors),
+      inList: (await get<SensorShown[]>(base, `/v0/sensors?q[id_eq]=${link.sensorId}`))[0],
+      measurement: await get<{ definition: string | null }>(base, `/v0/measurements/${link.measurementId}`)
     }
   }
   const heldEverywhere = async (): Promise<void> => { for (const base of [baseA, baseB, baseA, baseB]) await views(base) }
@@ -81,7 +85,7 @@ t.test('a write to the reference data through one api process, or in SQL, is see
     t.equal((await fetch(`${baseB}/v0/tags/${tag}`)).status, 404, `round ${round}: B has no ${tag} yet`)
     const made = await fetch(`${baseA}/v0/tags`, { method: 'POST', headers: admin, body: JSON.stringify({ name: tag }) })
     t.equal(made.status, 201)
-    t.equal((await get(baseB, `/v0/tags/${tag}`)).name, tag, `round ${round}: B finds the tag A made`)
+    t.equal((await get<{ name: string }>(baseB, `/v0/tags/${tag}`)).name, tag, `round ${round}: B finds the tag A made`)
   }
 })
 

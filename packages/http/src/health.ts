@@ -34,7 +34,7 @@ export async function healthRoutes (app: FastifyInstance, options: { ready: Read
       const late = new Promise<string>((resolve) => { timer = setTimeout(() => { resolve(`the database did not answer within ${READY_DEADLINE_MS} ms`) }, READY_DEADLINE_MS) })
       problem = await Promise.race([options.ready(), late])
     } catch (err) {
-      // The error handler answers it as any route's, and the database gate takes note of it.
+      // The error handler answers it as it does for every route, and the database gate takes note.
       if (databaseUnavailableReason(err) !== null) throw err
       problem = `the readiness check failed: ${err instanceof Error ? err.message : String(err)}`
     } finally {
