@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { readFile, readlink, realpath, rm } from 'node:fs/promises'
 import path from 'node:path'
+import { withDeadline } from './deadline.js'
 
 /**
  * The embedded PostgreSQL lives and dies with the process that starts it (issue 21):
@@ -164,11 +165,5 @@ async function holderOf (pid: number, clusterDir: string): Promise<Holder> {
 const undeleted = (link: string): string => link.replace(/ \(deleted\)$/, '')
 
 async function settlesWithin (promise: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(false) }, ms) })
-  try {
-    return await Promise.race([promise.then(() => true), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
+  return await withDeadline(promise.then(() => true), ms, () => false)
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { databaseUnavailability, databaseUnavailableReason, type Sql } from '@esp/db'
+import { databaseUnavailability, databaseUnavailableReason, type Sql, withDeadline } from '@esp/db'
 import { errors } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
@@ -68,17 +68,11 @@ export class DatabaseHealth {
 
   /** One `select 1` within probeTimeoutMs: null when it answered, else what it failed with. */
   private async ask (): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => { reject(Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' })) }, this.probeTimeoutMs)
-    })
     try {
-      await Promise.race([this.sql`select 1`, late])
+      await withDeadline(this.sql`select 1`, this.probeTimeoutMs, () => { throw Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' }) })
       return null
     } catch (err) {
       return err
-    } finally {
-      clearTimeout(timer)
     }
   }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { databaseUnavailableReason } from '@esp/db'
+import { databaseUnavailableReason, withDeadline } from '@esp/db'
 import { errors } from '@esp/domain'
 import { errorResponses } from './error-body.js'
 import { sendError } from './error-handler.js'
@@ -28,17 +28,13 @@ export async function healthRoutes (app: FastifyInstance, options: { ready: Read
     schema: { ...common, summary: 'The database is reachable and migrated', operationId: 'healthReady', response: { 200: Status, ...errorResponses(503) } }
   }, async (_request, reply) => {
     let problem: string | null
-    let timer: NodeJS.Timeout | undefined
     try {
       // A probe must be answered, not left waiting on a connection attempt.
-      const late = new Promise<string>((resolve) => { timer = setTimeout(() => { resolve(`the database did not answer within ${READY_DEADLINE_MS} ms`) }, READY_DEADLINE_MS) })
-      problem = await Promise.race([options.ready(), late])
+      problem = await withDeadline(options.ready(), READY_DEADLINE_MS, () => `the database did not answer within ${READY_DEADLINE_MS} ms`)
     } catch (err) {
       // The error handler answers it as it does for every route, and the database gate takes note.
       if (databaseUnavailableReason(err) !== null) throw err
       problem = `the readiness check failed: ${err instanceof Error ? err.message : String(err)}`
-    } finally {
-      clearTimeout(timer)
     }
     if (problem !== null) return sendError(reply, errors.serviceUnavailable(problem))
     return { status: 'ready' }

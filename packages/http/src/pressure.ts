@@ -2,7 +2,7 @@ import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import { Gauge } from 'prom-client'
-import type { Sql } from '@esp/db'
+import { type Sql, withDeadline } from '@esp/db'
 import { ApiError } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { METRICS_PATH } from './metrics.js'
@@ -46,11 +46,7 @@ export function poolProbe (sql: Sql, maxWaitMs: number, health?: DatabaseHealth)
           .then((seconds) => { last = seconds; return seconds })
           .finally(() => { pending = undefined })
       }
-      const probe = pending
-      let timer: NodeJS.Timeout | undefined
-      const deadline = new Promise<number>((resolve) => { timer = setTimeout(() => { resolve(Number.POSITIVE_INFINITY) }, maxWaitMs) })
-      const seconds = await Promise.race([probe, deadline])
-      clearTimeout(timer)
+      const seconds = await withDeadline(pending, maxWaitMs, () => Number.POSITIVE_INFINITY)
       if (!Number.isFinite(seconds)) last = Math.max(last, maxWaitMs / 1000)
       return seconds * 1000 <= maxWaitMs || (health !== undefined && !health.available)
     }

@@ -1,5 +1,6 @@
 import { COPY_BINARY_HEADER, PG_EPOCH_MS, TWO_32 } from '../copy-binary.js'
 import { compareReadings, type ReadingRow, type Runner, runPipeline, type Statement, type TimeSeriesEngine } from './engine.js'
+import { trimOldest } from '../bounded.js'
 
 export interface WriteResult {
   stored: number
@@ -98,7 +99,7 @@ export class KnownComponents {
     if (sensors !== undefined) { sensors.add(sensorId); return }
     this.sensorsOf.set(deviceId, new Set([sensorId]))
     this.latest = deviceId
-    if (this.sensorsOf.size > this.maxDevices) this.sensorsOf.delete(this.sensorsOf.keys().next().value as number)
+    trimOldest(this.sensorsOf, this.maxDevices)
   }
 }
 

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { and, eq, isNull, or, sql } from 'drizzle-orm'
-import { accessTokens, authGeneration, type ChangeSubscriber, type Db, type Executor, type Generations, notifyChange, users } from '@esp/db'
+import { accessTokens, authGeneration, type ChangeSubscriber, type Db, type Executor, type Generations, notifyChange, trimOldest, users } from '@esp/db'
 import { GenerationBarrier, generations } from '../generations.js'
 import { sha256 } from './secrets.js'
 import type { CredentialGate } from './throttle.js'
@@ -80,11 +80,7 @@ export class CredentialCache {
     // An expiry that cannot be read is not remembered: NaN would never compare as past.
     if (Number.isNaN(expiresAtMs)) return
     this.entries.set(key, { viewer, generation, expiresAtMs: Math.min(expiresAtMs, nowMs + this.options.ttlMs) })
-    while (this.entries.size > this.options.maxEntries) {
-      const oldest = this.entries.keys().next()
-      if (oldest.done === true) break
-      this.entries.delete(oldest.value)
-    }
+    trimOldest(this.entries, this.options.maxEntries)
   }
 
   /** A user's credentials changed (a change notification): forget them now rather than at the next check. */

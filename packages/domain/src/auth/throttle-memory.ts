@@ -1,3 +1,4 @@
+import { trimOldest } from '@esp/db'
 import type { Admission, Outcome, ThrottleKey, ThrottlePolicy, ThrottleStore } from './throttle.js'
 
 interface Entry {
@@ -86,10 +87,7 @@ export class MemoryThrottleStore implements ThrottleStore {
     this.entries.delete(key)
     if (entry.failures === 0 && entry.pending === 0 && entry.lockedUntil === 0 && entry.strikes === 0) return
     this.entries.set(key, entry)
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next()
-      if (oldest.done !== true) this.entries.delete(oldest.value)
-    }
+    trimOldest(this.entries, this.maxEntries)
     // A full pass now and then, not per write: amortised, a flood costs O(1) a write.
     if (++this.writes % 1024 === 0) this.sweep(now)
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
-import type { Sql } from '@esp/db'
+import { type Sql, trimOldest } from '@esp/db'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp, type Clock } from '../time.js'
@@ -104,8 +104,8 @@ export class WorldMap {
     if (own.length === 0) return built.body
     const inner = built.body.json.slice(1, -1)
     const body = new MapBody(`[${inner}${inner === '' ? '' : ','}${own.map((e) => e.json).join(',')}]`, built.body.count + own.length)
-    if (built.viewerBodies.size >= VIEWER_BODIES) built.viewerBodies.delete(built.viewerBodies.keys().next().value ?? '')
     built.viewerBodies.set(key, body)
+    trimOldest(built.viewerBodies, VIEWER_BODIES)
     return body
   }
 
