@@ -202,11 +202,17 @@ export async function deleteTagSensor (db: Executor, row: TagSensorRow, viewer: 
 
 // ---------------------------------------------------------------- reads from the reference data
 
-/** GET /sensors/:id, /kits/:id, ... from the reference data in memory (reference-data.ts). */
-export const sensorIn = (c: Catalogue, raw: string) => { const id = recordIdOr404('Sensor', raw); return found(c.sensorView(id), 'Sensor', id) }
-export const measurementIn = (c: Catalogue, raw: string): MeasurementRow => { const id = recordIdOr404('Measurement', raw); return found(c.measurements.get(id), 'Measurement', id) }
-export const kitIn = (c: Catalogue, raw: string) => { const id = recordIdOr404('Kit', raw); return found(c.kitView(id), 'Kit', id) }
-export const tagSensorIn = (c: Catalogue, raw: string): TagSensorRow => { const id = recordIdOr404('TagSensor', raw); return found(c.tagSensors.get(id), 'TagSensor', id) }
+/** A record of the reference data in memory by its path id (reference-data.ts); 404 when there is none. */
+function inMemory<T> (what: string, raw: string, lookup: (id: number) => T | undefined): T {
+  const id = recordIdOr404(what, raw)
+  return found(lookup(id), what, id)
+}
+
+/** GET /sensors/:id, /kits/:id, ... from the reference data in memory. */
+export const sensorIn = (c: Catalogue, raw: string) => inMemory('Sensor', raw, (id) => c.sensorView(id))
+export const measurementIn = (c: Catalogue, raw: string): MeasurementRow => inMemory('Measurement', raw, (id) => c.measurements.get(id))
+export const kitIn = (c: Catalogue, raw: string) => inMemory('Kit', raw, (id) => c.kitView(id))
+export const tagSensorIn = (c: Catalogue, raw: string): TagSensorRow => inMemory('TagSensor', raw, (id) => c.tagSensors.get(id))
 export function tagIn (c: Catalogue, key: string): TagRow {
   const id = recordId(key)
   return found(id !== null ? c.tags.get(id) : c.tagByName(key), 'Tag', id ?? key)

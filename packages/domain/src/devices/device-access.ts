@@ -77,7 +77,8 @@ function sensorsOf (components: ComponentRecord[], catalogue: Catalogue): Device
  */
 async function withReferences (sql: Sql, rows: DeviceReadRow[]): Promise<DeviceRecord[]> {
   if (rows.length === 0) return []
-  const catalogue = await referenceData(sql).atLeast(Math.max(...rows.map((row) => row.catalogueGeneration)))
+  // One statement, one snapshot: every row carries the same generation.
+  const catalogue = await referenceData(sql).atLeast(rows[0]?.catalogueGeneration ?? 0)
   return rows.map(({ components, catalogueGeneration: _seen, ...row }) => ({
     ...row,
     kit: row.kitId === null ? null : catalogue.kits.get(row.kitId) ?? null,

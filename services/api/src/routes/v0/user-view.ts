@@ -26,9 +26,7 @@ export async function renderUsers (ctx: ApiContext, request: FastifyRequest, row
 }
 
 export async function renderUser (ctx: ApiContext, request: FastifyRequest, row: UserRow): Promise<UserView> {
-  const [user] = await renderUsers(ctx, request, [row])
-  if (user === undefined) throw new Error('no user rendered')
-  return user
+  return await renderOne(ctx, request, row, deviceService.devicesOfOwners(ctx.database.sql, [row.id], request.viewer))
 }
 
 /**
@@ -38,12 +36,15 @@ export async function renderUser (ctx: ApiContext, request: FastifyRequest, row:
 export async function renderUserByKey (ctx: ApiContext, request: FastifyRequest, key: string | number): Promise<UserView> {
   const id = recordId(key)
   if (id === null) return await renderUser(ctx, request, await userService.findUser(ctx.database.db, key))
+  const devices = deviceService.devicesOfOwners(ctx.database.sql, [id], request.viewer)
+  // Settled with the user's answer even when that one fails first (a 404): never an unhandled rejection.
+  devices.catch(() => {})
+  return await renderOne(ctx, request, await userService.findUser(ctx.database.db, id), devices)
+}
+
+async function renderOne (ctx: ApiContext, request: FastifyRequest, row: UserRow, devices: Promise<DeviceRecord[]>): Promise<UserView> {
   const now = ctx.clock()
-  const [row, deviceRows] = await Promise.all([
-    userService.findUser(ctx.database.db, id),
-    deviceService.devicesOfOwners(ctx.database.sql, [id], request.viewer)
-  ])
-  const [user] = present(request, [row], deviceRows, now)
+  const [user] = present(request, [row], await devices, now)
   if (user === undefined) throw new Error('no user rendered')
   return user
 }
