@@ -37,8 +37,12 @@ export const httpCachePlugin = fp(async (app: FastifyInstance) => {
     // Streams (exports, CSV) are not read twice to be tagged.
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload
     let etag = reply.getHeader('etag')
+    let body = payload
     if (etag === undefined) {
-      etag = `W/"${createHash('sha1').update(payload).digest('base64url')}"`
+      // Encoded once: hashed, then sent as these bytes (a string would be encoded again on the
+      // socket, and hashing a string encodes it first: a third of a page's tagging time).
+      body = typeof payload === 'string' ? Buffer.from(payload) : payload
+      etag = `W/"${createHash('sha1').update(body).digest('base64url')}"`
       reply.header('etag', etag)
     }
     if (etagMatches(request.headers['if-none-match'], String(etag))) {
@@ -47,6 +51,6 @@ export const httpCachePlugin = fp(async (app: FastifyInstance) => {
       reply.removeHeader('content-length')
       return ''
     }
-    return payload
+    return body
   })
 }, { name: 'esp-http-cache' })
