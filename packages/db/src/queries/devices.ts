@@ -207,15 +207,16 @@ export interface DeviceReads {
 
 /** The statements, their text made once with the domain's visibility rule. */
 export function deviceReads (visible: VisibilitySql): DeviceReads {
-  const select = selectList("coalesce(sib.ids, '[]')")
   const listSelect = selectList("case when row_number() over (partition by d.owner_id) = 1 then coalesce(sib.ids, '[]') end")
   // The ids of each owner's devices, once per owner: every device of a page lists them, and
   // aggregating them again for each row was most of a page's time when one owner has many.
   const siblings = (owners: string): string => `siblings as (select o.owner_id, json_agg(o.id order by o.id) as ids from devices o
     where o.owner_id in (${owners}) and o.archived_at is null and ${visible('o')} group by o.owner_id)`
   const from = 'devices d left join siblings sib on sib.owner_id = d.owner_id'
-  const byId = `with ${siblings('select owner_id from devices where id = $1')}
-    select ${select} from ${from} where d.id = $1 and d.archived_at is null`
+  // One device: its owner's ids by a subquery on the owner's index, which needs neither the
+  // grouping nor the sort of the lists' once-per-owner form (a sixth of the statement's time).
+  const byId = `select ${selectList(`(select coalesce(json_agg(o.id order by o.id), '[]') from devices o
+      where o.owner_id = d.owner_id and o.archived_at is null and ${visible('o')})`)} from devices d where d.id = $1 and d.archived_at is null`
   const byIds = `with ${siblings('select owner_id from devices where id in (select unnest((select $1::int4[])))')}
     select ${listSelect} from unnest((select $1::int4[])) with ordinality as wanted(id, n) join ${from} on d.id = wanted.id
     where d.archived_at is null and ${visible('d')} order by wanted.n`
@@ -223,6 +224,9 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
   // statement was slower than planning it each time (GET /users/:id 580/s against 765/s).
   const ofOwners = `with ${siblings('select unnest($1::int4[])')}
     select ${listSelect} from ${from} where d.owner_id = any($1::int4[]) and d.archived_at is null and ${visible('d')} order by d.id`
+  // One owner (GET /users/:id, /me), by a parameter PostgreSQL plans once: the owner's index.
+  const ofOwner = `with ${siblings('select (select $1::int4)')}
+    select ${listSelect} from ${from} where d.owner_id = (select $1::int4) and d.archived_at is null and ${visible('d')} order by d.id`
   // One row with a null id when the page is past the end, so the total still comes back. The page
   // walks the primary key and stops at its last row; the total counts the owner index alone.
   const page = `with wanted as (select d.id from devices d where d.archived_at is null and ${visible('d')}
@@ -240,7 +244,11 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
       return row === undefined ? undefined : asRecord(row)
     },
     byIds: async (sql, ids, scope) => ids.length === 0 ? [] : asRecords(await run(sql, byIds, params(ids, scope))),
-    ofOwners: async (sql, ownerIds, scope) => ownerIds.length === 0 ? [] : asRecords(await run(sql, ofOwners, params(ownerIds, scope))),
+    ofOwners: async (sql, ownerIds, scope) => {
+      if (ownerIds.length === 0) return []
+      const [only] = ownerIds
+      return asRecords(ownerIds.length === 1 ? await run(sql, ofOwner, params(only, scope)) : await run(sql, ofOwners, params(ownerIds, scope)))
+    },
     page: async (sql, { limit, offset }, scope) => {
       const rows = await run(sql, page, [...params(limit, scope), offset])
       return { rows: asRecords(rows.filter((r) => r.id !== null)), total: Number(rows[0]?.total ?? 0) }
