@@ -5,7 +5,8 @@ import { sha256 } from './secrets.js'
 /**
  * Failed credential checks, counted per address and per account (issue 19). One rule for every
  * path that verifies a secret: passwords (sessions, Basic, the OAuth password grant), bearer tokens,
- * OAuth client secrets, password-reset codes and MQTT credentials.
+ * OAuth client secrets, password-reset codes, MQTT credentials and device tokens (guessed by
+ * publishing under them: `deviceTokenFailure`).
  *
  * - A check is admitted only while its keys are not locked and `failures + checks in flight` is
  *   below the key's limit, so parallel guesses cannot overshoot it. A refusal happens before the
@@ -117,6 +118,21 @@ export class AuthThrottle {
     // Unreserved, a success on keys that keep their count changes nothing: no second round trip.
     if (reserve || outcome === 'failure' || keys.some((k) => k.resetOnSuccess)) await this.store.settle(keys, this.policy, outcome, reserve)
     return result
+  }
+
+  /**
+   * A publish under a device token no device has: a guess at the firmware's one secret (six
+   * characters). It counts on a key of its own per address, with the address's limit, so failed
+   * logins never stop the kits behind the same address, nor guessed tokens a person's login.
+   * Returns how long the address is now locked out of publishing, or 0.
+   */
+  async deviceTokenFailure (address: string): Promise<number> {
+    const keys: ThrottleKey[] = [{ key: `tok:${addressKey(address)}`, limit: this.settings.addressFailures, resetOnSuccess: false }]
+    await this.store.settle(keys, this.policy, 'failure', false)
+    const admission = await this.store.admit(keys, this.policy, false)
+    if (admission.ok) return 0
+    this.onRefused(admission.reason)
+    return admission.retryAfterMs
   }
 
   keysOf (address: string, account: string | undefined): ThrottleKey[] {

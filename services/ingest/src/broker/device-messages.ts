@@ -68,9 +68,10 @@ function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: num
  * go through the one write path; info, hello and inventory are stored. Resolves once whatever
  * the message carries is committed, or once it is known that nothing can be stored (unknown
  * token, unreadable payload: counted and logged at debug, never thrown). Rejects only when the
- * database fails, so the caller withholds the acknowledgement.
+ * database fails, so the caller withholds the acknowledgement. Resolves to `unknown_device` when
+ * the topic's token names no active device (the embedded broker counts it as a guess).
  */
-export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: DeviceTopic, payload: Buffer): Promise<void> {
+export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: DeviceTopic, payload: Buffer): Promise<'unknown_device' | undefined> {
   const { stats, log, health } = deps
   stats.messages++
   // While the database is known to be away nothing is tried: the message is refused at once (no
@@ -116,5 +117,6 @@ export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: Devic
   } else if (result === 'unknown_device') {
     stats.unknownDevice++
     log.debug({ topic: topic.kind }, 'mqtt message for an unknown device token')
+    return 'unknown_device'
   }
 }

@@ -84,3 +84,55 @@ t.test('devices are not users: while the address is locked they still connect an
   await until(async () => Number((await harness.database.sql`select count(*)::int as n from readings where device_id = ${id}`)[0]?.n) >= 1, 5000, 'the reading')
   t.pass('every device form connected and published')
 })
+
+/** Publishes at QoS 1: true on PUBACK, false when the broker refuses it by closing the connection. */
+async function acknowledged (client: mqtt.MqttClient, topic: string, payload: string): Promise<boolean> {
+  return await new Promise<boolean>((resolve) => {
+    const closed = (): void => { resolve(false) }
+    client.once('close', closed)
+    client.publish(topic, payload, { qos: 1 }, (err) => {
+      client.off('close', closed)
+      resolve(err === undefined || err === null)
+    })
+  })
+}
+
+const RAW = '{t:2026-11-25T11:00:00Z,55:21.5}'
+
+async function kitWithToken (harness: Awaited<ReturnType<typeof platform>>, token: string) {
+  const owner = await signUp(harness.app)
+  const id = await makeDevice(harness.database, owner.id, { mac: null })
+  await harness.database.sql`update devices set device_token = ${token}, kit_id = 26 where id = ${id}`
+  const stored = async (): Promise<number> => Number((await harness.database.sql<{ n: number }[]>`select count(*)::int as n from readings where device_id = ${id}`)[0]?.n)
+  return { owner, id, stored }
+}
+
+t.test('guessed device tokens: the limit-th distinct one locks the address out of publishing, the right token too, until the lockout ends', async (t) => {
+  const harness = await platform(t)
+  const kit = await kitWithToken(harness, 'a1b2c3')
+  // The firmware's form: the token is the client id and names the topic, so a guess is a connection.
+  for (let i = 0; i < SMALL.addressFailures; i++) {
+    const guess = `zz00${i}x`
+    const guesser = await connectMqtt(t, harness.mqttUrl, { clientId: guess })
+    t.ok(await acknowledged(guesser, `device/sck/${guess}/readings/raw`, RAW), `guess ${i + 1} is acknowledged (stored nowhere)`)
+    await guesser.endAsync()
+  }
+  const device = await connectMqtt(t, harness.mqttUrl, { clientId: 'a1b2c3' })
+  t.notOk(await acknowledged(device, 'device/sck/a1b2c3/readings/raw', RAW), 'the right token is refused while the address is locked')
+  t.equal(await kit.stored(), 0, 'nothing was stored')
+  t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(kit.owner.token) })).statusCode, 200, 'a person signing in from the address is not locked out by it')
+  harness.advance(SMALL.lockoutSeconds * 1000)
+  const later = await connectMqtt(t, harness.mqttUrl, { clientId: 'a1b2c3' })
+  t.ok(await acknowledged(later, 'device/sck/a1b2c3/readings/raw', RAW), 'after the lockout the kit publishes again')
+  await until(async () => await kit.stored() >= 1, 5000, 'the reading')
+})
+
+t.test('a kit repeating one unknown token is one guess: the kits behind its address keep publishing', async (t) => {
+  const harness = await platform(t)
+  const kit = await kitWithToken(harness, 'c3d4e5')
+  const archived = await connectMqtt(t, harness.mqttUrl, { clientId: 'gone00' })
+  for (let i = 0; i < SMALL.addressFailures * 3; i++) t.ok(await acknowledged(archived, 'device/sck/gone00/readings/raw', RAW), `repeat ${i + 1}`)
+  const device = await connectMqtt(t, harness.mqttUrl, { clientId: 'c3d4e5' })
+  t.ok(await acknowledged(device, 'device/sck/c3d4e5/readings/raw', RAW), 'the neighbour publishes')
+  await until(async () => await kit.stored() >= 1, 5000, 'the reading')
+})
