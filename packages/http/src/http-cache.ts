@@ -12,6 +12,25 @@ export function etagMatches (ifNoneMatch: string | undefined, etag: string): boo
   return ifNoneMatch.split(',').some((tag) => { const t = tag.trim(); return t === '*' || t.replace(/^W\//, '') === bare })
 }
 
+/** The weak entity tag of a body as sent. */
+const etagOf = (body: Buffer | string): string => `W/"${createHash('sha1').update(body).digest('base64url')}"`
+
+const textTags = new WeakMap<{ readonly json: string }, string>()
+
+/**
+ * Sends JSON text made once (the reference data's representations), with its entity tag made once
+ * too: nothing is serialized or hashed again per request. The hook below keeps the tag.
+ */
+export function sendJsonText (reply: FastifyReply, text: { readonly json: string }): string {
+  let etag = textTags.get(text)
+  if (etag === undefined) {
+    etag = etagOf(text.json)
+    textTags.set(text, etag)
+  }
+  reply.header('etag', etag).type('application/json; charset=utf-8')
+  return text.json
+}
+
 const credentialed = (request: FastifyRequest): boolean =>
   request.viewer !== null || request.headers.authorization !== undefined || /[?&](access_token|bearer_token)=/.test(request.url)
 
@@ -42,7 +61,7 @@ export const httpCachePlugin = fp(async (app: FastifyInstance) => {
       // Encoded once: hashed, then sent as these bytes (a string would be encoded again on the
       // socket, and hashing a string encodes it first: a third of a page's tagging time).
       body = typeof payload === 'string' ? Buffer.from(payload) : payload
-      etag = `W/"${createHash('sha1').update(body).digest('base64url')}"`
+      etag = etagOf(body)
       reply.header('etag', etag)
     }
     if (etagMatches(request.headers['if-none-match'], String(etag))) {

@@ -18,4 +18,4 @@ export { createMetrics, metricsPlugin, metricsRoute, processApplicationName, MET
 export { Counter, Gauge, Histogram } from 'prom-client'
 export { pressurePlugin, poolProbe, PRESSURE_EXEMPT, type PressureOptions } from './pressure.js'
 export { DatabaseHealth, databaseGatePlugin, type DatabaseHealthOptions } from './database-health.js'
-export { etagMatches, httpCachePlugin, PUBLIC_MAX_AGE_SECONDS } from './http-cache.js'
+export { etagMatches, httpCachePlugin, PUBLIC_MAX_AGE_SECONDS, sendJsonText } from './http-cache.js'

@@ -7,7 +7,7 @@ import type { FilterSpec } from '../lists/filter-compiler.js'
 import { compileCalibration } from '../readings/calibration.js'
 import { asBody, BodyReader } from '../validation/body-reader.js'
 import { recordId, recordIdOr404 } from '../validation/record-id.js'
-import type { Catalogue } from './reference-data.js'
+import type { Catalogue, JsonText } from './reference-data.js'
 
 export { presentMeasurement, presentSensor, presentTag, presentTagSensor } from './reference-data.js'
 
@@ -208,12 +208,13 @@ function inMemory<T> (what: string, raw: string, lookup: (id: number) => T | und
   return found(lookup(id), what, id)
 }
 
-/** GET /sensors/:id, /kits/:id, ... from the reference data in memory. */
-export const sensorIn = (c: Catalogue, raw: string) => inMemory('Sensor', raw, (id) => c.sensorView(id))
-export const measurementIn = (c: Catalogue, raw: string): MeasurementRow => inMemory('Measurement', raw, (id) => c.measurements.get(id))
-export const kitIn = (c: Catalogue, raw: string) => inMemory('Kit', raw, (id) => c.kitView(id))
-export const tagSensorIn = (c: Catalogue, raw: string): TagSensorRow => inMemory('TagSensor', raw, (id) => c.tagSensors.get(id))
-export function tagIn (c: Catalogue, key: string): TagRow {
+/** GET /sensors/:id, /kits/:id, ... from the reference data in memory, as JSON text made once. */
+export const sensorIn = (c: Catalogue, raw: string): JsonText => inMemory('Sensor', raw, (id) => c.sensorText(id))
+export const measurementIn = (c: Catalogue, raw: string): JsonText => inMemory('Measurement', raw, (id) => c.measurementText(id))
+export const kitIn = (c: Catalogue, raw: string): JsonText => inMemory('Kit', raw, (id) => c.kitText(id))
+export const tagSensorIn = (c: Catalogue, raw: string): JsonText => inMemory('TagSensor', raw, (id) => c.tagSensorText(id))
+export function tagIn (c: Catalogue, key: string): JsonText {
   const id = recordId(key)
-  return found(id !== null ? c.tags.get(id) : c.tagByName(key), 'Tag', id ?? key)
+  const tag = id !== null ? c.tags.get(id) : c.tagByName(key)
+  return found(tag === undefined ? undefined : c.tagText(tag.id), 'Tag', id ?? key)
 }

@@ -76,6 +76,9 @@ function grouped<T, K> (rows: T[], key: (row: T) => K): Map<K, T[]> {
   return groups
 }
 
+/** A representation as JSON text, made once per generation: a single-record read sends it as it is. */
+export interface JsonText { readonly json: string }
+
 /** The reference data of one generation, and its representations, each made once. */
 export class Catalogue {
   readonly generation: number
@@ -91,6 +94,7 @@ export class Catalogue {
   private readonly tagsByName: Map<string, TagRow>
   private readonly sensorViews = new Map<number, SensorView>()
   private readonly kitViews = new Map<number, KitView>()
+  private readonly texts = new Map<string, JsonText>()
 
   constructor (rows: CatalogueRows) {
     this.generation = rows.generation
@@ -135,6 +139,41 @@ export class Catalogue {
       this.sensorViews.set(id, view)
     }
     return view
+  }
+
+  /**
+   * A record's representation as JSON text, made once per generation under `key`: the routes of
+   * single records send it without serializing it again (a kit with its sensors is 5 KB).
+   */
+  private text (key: string, view: () => unknown): JsonText | undefined {
+    let text = this.texts.get(key)
+    if (text === undefined) {
+      const value = view()
+      if (value === undefined) return undefined
+      text = { json: JSON.stringify(value) }
+      this.texts.set(key, text)
+    }
+    return text
+  }
+
+  sensorText (id: number): JsonText | undefined {
+    return this.text(`sensor:${id}`, () => this.sensorView(id))
+  }
+
+  kitText (id: number): JsonText | undefined {
+    return this.text(`kit:${id}`, () => this.kitView(id))
+  }
+
+  measurementText (id: number): JsonText | undefined {
+    return this.text(`measurement:${id}`, () => { const m = this.measurements.get(id); return m === undefined ? undefined : presentMeasurement(m) })
+  }
+
+  tagText (id: number): JsonText | undefined {
+    return this.text(`tag:${id}`, () => { const t = this.tags.get(id); return t === undefined ? undefined : presentTag(t) })
+  }
+
+  tagSensorText (id: number): JsonText | undefined {
+    return this.text(`tag_sensor:${id}`, () => { const t = this.tagSensors.get(id); return t === undefined ? undefined : presentTagSensor(t) })
   }
 
   /** The representation of a sensor row read on its own (a list page or a write), with this generation's measurement and tags. */

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
 import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage, referenceData } from '@esp/domain'
-import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, setPaginationHeaders, SIGNED_IN } from '@esp/http'
+import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, sendJsonText, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const idOf = (what: string) => Type.Object({ id: recordIdParam(what, 100) })
@@ -80,7 +80,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(rows).map((s) => known.presentSensorRow(s))
   })
   app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest, reply: FastifyReply) =>
-    catalogue.sensorIn(await fresh(reply), idParam(request)))
+    sendJsonText(reply, catalogue.sensorIn(await fresh(reply), idParam(request))))
   app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201), async (request, reply) => {
     const row = await catalogue.writeSensor(db, request.body, request.viewer)
     reply.code(201)
@@ -105,7 +105,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
   })
   app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest, reply: FastifyReply) =>
-    catalogue.presentMeasurement(catalogue.measurementIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.measurementIn(await fresh(reply), idParam(request))))
   app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201), async (request, reply) => {
     const row = await catalogue.writeMeasurement(db, request.body, request.viewer)
     reply.code(201)
@@ -131,7 +131,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(rows).map((k) => known.kitView(k.id) ?? known.presentKitRow(k))
   })
   app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', KitId), async (request: FastifyRequest, reply: FastifyReply) =>
-    catalogue.kitIn(await fresh(reply), idParam(request)))
+    sendJsonText(reply, catalogue.kitIn(await fresh(reply), idParam(request))))
 
   // tags
   app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
@@ -139,7 +139,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
   })
   app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest, reply: FastifyReply) =>
-    catalogue.presentTag(catalogue.tagIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.tagIn(await fresh(reply), idParam(request))))
   app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201), async (request, reply) => {
     const row = await catalogue.writeTag(db, request.body, request.viewer)
     reply.code(201)
@@ -168,7 +168,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
     return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
   })
   app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest, reply: FastifyReply) =>
-    catalogue.presentTagSensor(catalogue.tagSensorIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.tagSensorIn(await fresh(reply), idParam(request))))
   app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201), async (request, reply) => {
     const row = await catalogue.writeTagSensor(db, request.body, request.viewer)
     reply.code(201)
