@@ -1,4 +1,5 @@
 import Fastify from 'fastify'
+import { compileListQuery, deviceService, loadDevice, presentDevice, presentDevices, presentUser, userService } from '@esp/domain'
 import type { BenchPlatform } from './setup.js'
 import { percentile, progress, round, runScript } from './stats.js'
 
@@ -12,6 +13,11 @@ export interface RouteFigures {
   target: number | null
   /** the bare lookup, measured in the slices alternating with this route's */
   bareRequestsPerSecond: number
+  /**
+   * The same statements and representation on the bare Fastify server (no platform: no hooks,
+   * no schema serializer, no ETag), anonymous: what any route of this design reaches here at best.
+   */
+  floor: LoadFigures | null
   anonymous: LoadFigures
   bearer: LoadFigures
   /** the same request with a citizen's Bearer token against it made anonymously: target >= 0.85 */
@@ -98,14 +104,25 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     const [row] = await p.database.sql`select id, name, description, state, last_reading_at from devices where id = ${Number(request.params.id)}`
     return row
   })
+  // The floor routes: the platform's own statements and presenters, with nothing around them.
+  const sql = p.database.sql
+  const presenting = () => ({ viewer: null, baseUrl: 'http://bench', now: new Date() })
+  bare.get<{ Params: { id: string } }>('/floor/devices/:id', async (request) => presentDevice(await loadDevice(sql, request.params.id, null), presenting()))
+  const pageQuery = compileListQuery(new URLSearchParams('per_page=25'), deviceService.deviceFilters, { admin: false })
+  bare.get('/floor/devices', async () => presentDevices((await deviceService.listDevices(p.database, pageQuery, {}, null)).rows, presenting()))
+  bare.get<{ Params: { id: string } }>('/floor/users/:id', async (request) => {
+    const id = Number(request.params.id)
+    const [user, devices] = await Promise.all([userService.findUser(p.database.db, id), deviceService.devicesOfOwners(sql, [id], null)])
+    return presentUser(user, { viewer: null, baseUrl: 'http://bench', devices: presentDevices(devices, presenting()) })
+  })
   await bare.listen({ port: 0, host: '127.0.0.1' })
   const address = bare.server.address()
   const bareBase = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`
-  const routes: Array<{ route: string, path: string, target: number | null }> = [
-    { route: 'GET /v0/devices/:id', path: `/v0/devices/${deviceId}`, target: 0.5 },
-    { route: 'GET /v0/devices (25 a page)', path: '/v0/devices?per_page=25', target: 0.15 },
+  const routes: Array<{ route: string, path: string, target: number | null, floor?: string }> = [
+    { route: 'GET /v0/devices/:id', path: `/v0/devices/${deviceId}`, target: 0.5, floor: `/floor/devices/${deviceId}` },
+    { route: 'GET /v0/devices (25 a page)', path: '/v0/devices?per_page=25', target: 0.15, floor: '/floor/devices' },
     { route: 'GET /v0/sensors/:id', path: '/v0/sensors/55', target: 0.7 },
-    { route: 'GET /v0/users/:id', path: `/v0/users/${readerId}`, target: 0.7 },
+    { route: 'GET /v0/users/:id', path: `/v0/users/${readerId}`, target: 0.7, floor: `/floor/users/${readerId}` },
     { route: 'GET /v0/kits/:id', path: '/v0/kits/26', target: 0.7 },
     { route: 'GET /v0/', path: '/v0/', target: null }
   ]
@@ -114,13 +131,15 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     const bareSide = { url: `${bareBase}/lookup/${deviceId}`, headers: {} }
     const baselines: Load[] = []
     const results: RouteFigures[] = []
-    for (const { route, path, target } of routes) {
-      const [bare, anonymous, bearer] = await interleaved([bareSide, { url: `${p.base}${path}`, headers: {} }, { url: `${p.base}${path}`, headers: { authorization: `Bearer ${token}` } }], concurrency, seconds, quick ? 1 : 5) as [Load, Load, Load]
+    for (const { route, path, target, floor } of routes) {
+      const sides = [bareSide, { url: `${p.base}${path}`, headers: {} }, { url: `${p.base}${path}`, headers: { authorization: `Bearer ${token}` } }]
+      if (floor !== undefined) sides.push({ url: `${bareBase}${floor}`, headers: {} })
+      const [bare, anonymous, bearer, floorLoad] = await interleaved(sides, concurrency, seconds, quick ? 1 : 5) as [Load, Load, Load, Load | undefined]
       baselines.push(bare)
       const figures = (l: Load): LoadFigures => ({
         requestsPerSecond: Math.round(l.requestsPerSecond), p50: round(l.p50), p95: round(l.p95), p99: round(l.p99), ratioToBaseline: round(l.requestsPerSecond / bare.requestsPerSecond, 3)
       })
-      results.push({ route, target, bareRequestsPerSecond: Math.round(bare.requestsPerSecond), anonymous: figures(anonymous), bearer: figures(bearer), bearerToAnonymous: round(bearer.requestsPerSecond / anonymous.requestsPerSecond, 3) })
+      results.push({ route, target, bareRequestsPerSecond: Math.round(bare.requestsPerSecond), floor: floorLoad === undefined ? null : figures(floorLoad), anonymous: figures(anonymous), bearer: figures(bearer), bearerToAnonymous: round(bearer.requestsPerSecond / anonymous.requestsPerSecond, 3) })
     }
     const all = baselines.reduce((sum, b) => ({ requests: sum.requests + b.requests, seconds: sum.seconds + b.requests / b.requestsPerSecond }), { requests: 0, seconds: 0 })
     const baseline = { requestsPerSecond: all.requests / all.seconds, p50: Math.min(...baselines.map((b) => b.p50)), p99: Math.max(...baselines.map((b) => b.p99)) }

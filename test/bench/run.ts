@@ -102,6 +102,13 @@ if (results.reads !== undefined) {
     const b = route.bearer
     lines.push(`| ${route.route} | ${route.bareRequestsPerSecond} | ${a.requestsPerSecond} | ${a.p50} (${a.p99}) | ${a.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${route.target === null ? '' : meets(a.ratioToBaseline >= route.target)} | ${b.requestsPerSecond} | ${b.p50} (${b.p99}) | ${route.bearerToAnonymous} | ${meets(route.bearerToAnonymous >= 0.85)} |`)
   }
+  lines.push('', 'The floor of the design: the same prepared statements, reference data and presenters as the platform\'s route, served by the bare Fastify server with nothing around them (no hooks, no schema serializer, no ETag), anonymous, in the same alternating slices. A route of this design reaches at most about this here.', '',
+    '| route | floor requests/s | floor p50 (p99) ms | floor / bare | target | platform / floor |', '|---|---|---|---|---|---|')
+  for (const route of r.routes) {
+    const f = route.floor
+    if (f === null) continue
+    lines.push(`| ${route.route} | ${f.requestsPerSecond} | ${f.p50} (${f.p99}) | ${f.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${round(route.anonymous.requestsPerSecond / f.requestsPerSecond, 3)} |`)
+  }
   lines.push('')
 }
 if (results.worldMap !== undefined) {
