@@ -117,6 +117,7 @@ if (results.worldMap !== undefined) {
     '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
     `| GET /v0/devices/world_map, ${w.devices} devices, gzip, p50 (p95) | ${w.p50} ms (${w.p95} ms) | GET /health/live p50 ${w.baselineP50} ms | ${w.ratioToBaseline} | <= 20 ms | ${meets(w.p50 <= 20)} |`,
     `| compressed size | gzip ${w.gzipBytes} bytes, br ${w.brBytes} bytes | JSON ${w.jsonBytes} bytes | ${round(w.gzipBytes / w.jsonBytes)} | <= 1 MB | ${meets(w.gzipBytes <= 1_000_000)} |`,
+    `| the contract's fields only (every other field moved elsewhere), gzip | ${w.contractOnlyGzipBytes} bytes | the map's gzip ${w.gzipBytes} bytes | ${round(w.contractOnlyGzipBytes / w.gzipBytes)} | <= 1 MB | ${meets(w.contractOnlyGzipBytes <= 1_000_000)} |`,
     `| first request after a change (rebuild) | ${w.rebuildMs} ms | | | | |`, '')
 }
 if (results.export !== undefined) {

@@ -1,4 +1,5 @@
 import { request } from 'node:http'
+import { gzipSync } from 'node:zlib'
 import type { BenchPlatform } from './setup.js'
 import { percentile, progress, round, timeRuns } from './stats.js'
 
@@ -10,6 +11,12 @@ export interface WorldMapFigures {
   jsonBytes: number
   gzipBytes: number
   brBytes: number
+  /**
+   * The same map with the contract's fields only (contract: World-map device), gzipped as the
+   * route does: what moving every other field (the clients' location, hardware, user_tags and
+   * last_reading_at) to another route would leave.
+   */
+  contractOnlyGzipBytes: number
   baselineP50: number
   ratioToBaseline: number
 }
@@ -27,6 +34,9 @@ async function getRaw (url: string, headers: Record<string, string>): Promise<{ 
     req.end()
   })
 }
+
+/** The world-map device's fields as the contract lists them. */
+const CONTRACT_FIELDS = ['id', 'name', 'description', 'owner_id', 'owner_username', 'latitude', 'longitude', 'city', 'country_code', 'kit_id', 'state', 'system_tags', 'exposure', 'added_at', 'data']
 
 /**
  * Case 4, world map: N located devices with 12 latest values each (seeded in SQL: the map reads
@@ -55,6 +65,8 @@ export async function benchWorldMap (p: BenchPlatform, quick: boolean): Promise<
   const baseline = await timeRuns(runs, 10, async () => { await getRaw(`${p.base}/health/live`, {}) })
   const plain = await getRaw(url, {})
   const br = await getRaw(url, { 'accept-encoding': 'br' })
+  const contractOnly = (await (await fetch(url)).json() as Array<Record<string, unknown>>)
+    .map((item) => Object.fromEntries(CONTRACT_FIELDS.map((key) => [key, item[key]])))
   const figures = {
     devices,
     p50: round(percentile(times, 50)),
@@ -63,6 +75,7 @@ export async function benchWorldMap (p: BenchPlatform, quick: boolean): Promise<
     jsonBytes: plain.bytes,
     gzipBytes: first.bytes,
     brBytes: br.bytes,
+    contractOnlyGzipBytes: gzipSync(JSON.stringify(contractOnly), { level: 6 }).length,
     baselineP50: round(percentile(baseline, 50)),
     ratioToBaseline: 0
   }
