@@ -90,13 +90,12 @@ export function startScriptArgs (): string[] {
 }
 
 /**
- * Api processes (replicas) on one database, each with a data folder of its own, started one after
- * the other: two opening one database at the same moment can deadlock in its start-up checks.
- * The environment adds to what every replica gets (PORT 0, the database, one JWT secret for all).
+ * Api processes (replicas) on one database, each with a data folder of its own, started at the
+ * same moment, as a deployment starts them. The environment adds to what every replica gets
+ * (PORT 0, the database, one JWT secret for all).
  */
 export async function startApiReplicas (t: Tap, databaseUrl: string, env: Record<string, string>, count = 2): Promise<string[]> {
   const shared = { PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: randomBytes(32).toString('hex'), RATE_LIMIT_PER_MINUTE: '100000', ...env }
-  const bases: string[] = []
-  for (let i = 0; i < count; i++) bases.push((await startProcess(t, 'services/api/src/main.ts', { ...shared, DATA_DIR: tempDataDir(t) }).waitFor(HTTP_LINE, 90_000))[1] ?? '')
-  return bases
+  const started = Array.from({ length: count }, () => startProcess(t, 'services/api/src/main.ts', { ...shared, DATA_DIR: tempDataDir(t) }))
+  return await Promise.all(started.map(async (process) => (await process.waitFor(HTTP_LINE, 90_000))[1] ?? ''))
 }

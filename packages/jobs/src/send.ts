@@ -30,9 +30,21 @@ export async function sendJob<K extends QueueKey> (boss: PgBoss, tx: JobExecutor
   return await boss.send(queue.name, payload, { db, retryLimit: 5, retryDelay: 30, retryBackoff: true })
 }
 
-/** Queues exist before anything is sent to them (pg-boss 10 rejects sends to unknown queues). */
-export async function ensureQueues (boss: PgBoss): Promise<void> {
-  for (const queue of Object.values(queues)) {
-    if ((await boss.getQueue(queue.name)) === null) await boss.createQueue(queue.name)
-  }
+/** Any constant works; the same for every process that creates this database's queues. */
+const QUEUE_LOCK = 7_250_331_002
+
+/**
+ * Queues exist before anything is sent to them (pg-boss 10 rejects sends to unknown queues).
+ * pg-boss's create_queue deadlocks against itself when two processes create one queue at the
+ * same moment (replicas starting together on a new database: one failed to start), so the
+ * processes take turns under an advisory lock held by a transaction of `sql`; the next finds the
+ * queues made.
+ */
+export async function ensureQueues (boss: PgBoss, sql: Sql): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${QUEUE_LOCK})`
+    for (const queue of Object.values(queues)) {
+      if ((await boss.getQueue(queue.name)) === null) await boss.createQueue(queue.name)
+    }
+  })
 }

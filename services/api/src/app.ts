@@ -47,7 +47,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
   // The api only produces jobs: no maintenance loops here; the exporter runs those.
   const boss = createBoss({ url: deps.database.url, producerOnly: true, max: 2, onError: (err) => { app.log.error({ err, component: 'jobs' }, 'job queue error') } })
   await boss.start()
-  await ensureQueues(boss)
+  await ensureQueues(boss, deps.database.sql)
   app.addHook('onClose', async () => { await boss.stop({ graceful: false, wait: true }) })
 
   if (deps.admin !== undefined) await ensureAdmin(deps.database.db, deps.admin)

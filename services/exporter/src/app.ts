@@ -53,7 +53,7 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
   })
   const boss = createBoss({ url: deps.database.url, onError: (err) => { log.error({ err }, 'job queue error') } })
   await boss.start()
-  await ensureQueues(boss)
+  await ensureQueues(boss, deps.database.sql)
   const send: JobSender = async (tx, key, payload) => { await sendJob(boss, tx, key, payload) }
   const engine = await loadEngine(postgresRunner(deps.database.sql))
   const archives = archiveDir(deps.dataDir)
