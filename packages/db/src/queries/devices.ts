@@ -1,4 +1,7 @@
+import { getTableColumns } from 'drizzle-orm'
+import { toSnakeCase } from 'drizzle-orm/casing'
 import type { Sql } from '../client.js'
+import { users } from '../schema/users.js'
 
 /*
  * The read statements of devices: a device and everything its representation shows (owner, the
@@ -142,6 +145,20 @@ function selectList (ownerIds: string): string {
     where c.device_id = d.id), '[]'::json) end as components`
 }
 
+/** A users row as the query builder reads it (`select().from(users)`). */
+export type UserRecord = typeof users.$inferSelect
+
+const userColumns = Object.entries(getTableColumns(users))
+/**
+ * Every column of a users row `u` as one json object under the row's own keys, times in epoch ms.
+ * Column names as the client's snake_case casing makes them (client.ts).
+ */
+const userJson = `json_build_object(${userColumns.map(([key, column]) => {
+  const name = `u."${toSnakeCase(column.name)}"`
+  return `'${key}', ${column.columnType === 'PgTimestamp' ? ms(name) : name}`
+}).join(', ')})`
+const userTimes = userColumns.filter(([, column]) => column.columnType === 'PgTimestamp').map(([key]) => key)
+
 type Raw = Record<string, unknown>
 const date = (value: unknown): Date => new Date(value as number)
 const dateOrNull = (value: unknown): Date | null => value === null || value === undefined ? null : new Date(value as number)
@@ -156,8 +173,14 @@ function asComponent ([sensorId, recordedAt, value, rawValue, prevValue, prevRaw
   }
 }
 
-/** A statement's row as a DeviceReadRow: times from milliseconds into Dates. */
-function asRecord (row: Raw): DeviceReadRow {
+function asUser (raw: Raw): UserRecord {
+  const user: Raw = { ...raw }
+  for (const key of userTimes) user[key] = dateOrNull(raw[key])
+  return user as UserRecord
+}
+
+/** A statement's row as a DeviceReadRow: times from milliseconds into Dates (a user's row left out). */
+function asRecord ({ user: _user, ...row }: Raw): DeviceReadRow {
   const owner = row.owner as Raw | null
   const post = row.postprocessing as Raw | null
   const components = row.components as RawComponent[] | null
@@ -201,6 +224,8 @@ export interface DeviceReads {
   byIds: (sql: Sql, ids: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
   /** The active devices of these owners that the scope may see, by id. */
   ofOwners: (sql: Sql, ownerIds: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
+  /** An active user (undefined when there is none) and their devices that the scope may see, by id. */
+  ofUser: (sql: Sql, userId: number, scope: ReadScope) => Promise<{ user: UserRecord | undefined, rows: DeviceReadRow[] }>
   /** A page of the active devices the scope may see, by id, and how many there are in all. */
   page: (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope) => Promise<{ rows: DeviceReadRow[], total: number }>
 }
@@ -227,6 +252,13 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
   // One owner (GET /users/:id, /me), by a parameter PostgreSQL plans once: the owner's index.
   const ofOwner = `with ${siblings('select (select $1::int4)')}
     select ${listSelect} from ${from} where d.owner_id = (select $1::int4) and d.archived_at is null and ${visible('d')} order by d.id`
+  // GET /users/:id and /me in one statement: the user (first row only; null when there is none
+  // or it is archived) beside the devices of ofOwner, or one row of nulls when there are none.
+  const ofUser = `with ${siblings('select (select $1::int4)')}
+    select case when row_number() over (order by x.id) = 1 then
+        (select ${userJson} from users u where u.id = (select $1::int4) and u.archived_at is null) end as "user", x.*
+    from (select 1) one left join (select ${listSelect} from ${from}
+      where d.owner_id = (select $1::int4) and d.archived_at is null and ${visible('d')}) x on true order by x.id`
   // One row with a null id when the page is past the end, so the total still comes back. The page
   // walks the primary key and stops at its last row; the total counts the owner index alone.
   const page = `with wanted as (select d.id from devices d where d.archived_at is null and ${visible('d')}
@@ -248,6 +280,11 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
       if (ownerIds.length === 0) return []
       const [only] = ownerIds
       return asRecords(ownerIds.length === 1 ? await run(sql, ofOwner, params(only, scope)) : await run(sql, ofOwners, params(ownerIds, scope)))
+    },
+    ofUser: async (sql, userId, scope) => {
+      const rows = await run(sql, ofUser, params(userId, scope))
+      const user = rows[0]?.user as Raw | null | undefined
+      return { user: user === null || user === undefined ? undefined : asUser(user), rows: asRecords(rows.filter((r) => r.id !== null)) }
     },
     page: async (sql, { limit, offset }, scope) => {
       const rows = await run(sql, page, [...params(limit, scope), offset])

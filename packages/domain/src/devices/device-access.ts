@@ -1,5 +1,5 @@
 import { and, eq, isNull, or, type SQL } from 'drizzle-orm'
-import { type ComponentRecord, type DeviceReadRow, deviceReads, devices, type Executor, type KitRow, type LatestRecord, type ReadScope, type SensorRow, type Sql } from '@esp/db'
+import { type ComponentRecord, type DeviceReadRow, deviceReads, devices, type Executor, type KitRow, type LatestRecord, type ReadScope, type SensorRow, type Sql, type UserRecord } from '@esp/db'
 import { type Catalogue, referenceData, type SensorView } from '../catalogue/reference-data.js'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
@@ -95,6 +95,10 @@ export const reads = {
   },
   byIds: async (sql: Sql, ids: number[], scope: ReadScope): Promise<DeviceRecord[]> => await withReferences(sql, await statements.byIds(sql, ids, scope)),
   ofOwners: async (sql: Sql, ownerIds: number[], scope: ReadScope): Promise<DeviceRecord[]> => await withReferences(sql, await statements.ofOwners(sql, ownerIds, scope)),
+  ofUser: async (sql: Sql, userId: number, scope: ReadScope): Promise<{ user: UserRecord | undefined, devices: DeviceRecord[] }> => {
+    const { user, rows } = await statements.ofUser(sql, userId, scope)
+    return { user, devices: await withReferences(sql, rows) }
+  },
   page: async (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope): Promise<{ rows: DeviceRecord[], total: number }> => {
     const { rows, total } = await statements.page(sql, page, scope)
     return { rows: await withReferences(sql, rows), total }

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto'
 import { and, eq, inArray, isNull, ne, sql, type SQL } from 'drizzle-orm'
 import {
   components, type Db, defaultKitId, devices, deviceTags, type Executor, isPgCode, kitSensors, kits, PgCode, pgError,
-  postprocessings, type Sql, tags, users
+  postprocessings, type Sql, tags, type UserRecord, users
 } from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
@@ -101,6 +101,13 @@ export async function listDevices (database: { db: Executor, sql: Sql }, query: 
 /** Active devices of several owners, as the caller may see them, without data (a user's `devices`). */
 export async function devicesOfOwners (sql: Sql, ownerIds: number[], viewer: Viewer | null): Promise<DeviceRecord[]> {
   return await reads.ofOwners(sql, ownerIds, readScope(viewer, false))
+}
+
+/** GET /users/:id and /me: an active user by id and their devices, in one statement; 404 when there is none. */
+export async function userWithDevices (sql: Sql, userId: number, viewer: Viewer | null): Promise<{ user: UserRecord, devices: DeviceRecord[] }> {
+  const { user, devices } = await reads.ofUser(sql, userId, readScope(viewer, false))
+  if (user === undefined) throw errors.notFound('User', userId)
+  return { user, devices }
 }
 
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'

@@ -26,25 +26,22 @@ export async function renderUsers (ctx: ApiContext, request: FastifyRequest, row
 }
 
 export async function renderUser (ctx: ApiContext, request: FastifyRequest, row: UserRow): Promise<UserView> {
-  return await renderOne(ctx, request, row, deviceService.devicesOfOwners(ctx.database.sql, [row.id], request.viewer))
+  return renderOne(ctx, request, row, await deviceService.devicesOfOwners(ctx.database.sql, [row.id], request.viewer))
 }
 
 /**
- * GET /users/:id_or_username and /me: by id, the user and their devices are read side by side (one
- * round trip instead of two); by username, the user first.
+ * GET /users/:id_or_username and /me: by id, the user and their devices in one statement; by
+ * username, the user first.
  */
 export async function renderUserByKey (ctx: ApiContext, request: FastifyRequest, key: string | number): Promise<UserView> {
   const id = recordId(key)
   if (id === null) return await renderUser(ctx, request, await userService.findUser(ctx.database.db, key))
-  const devices = deviceService.devicesOfOwners(ctx.database.sql, [id], request.viewer)
-  // Settled with the user's answer even when that one fails first (a 404): never an unhandled rejection.
-  devices.catch(() => {})
-  return await renderOne(ctx, request, await userService.findUser(ctx.database.db, id), devices)
+  const { user, devices } = await deviceService.userWithDevices(ctx.database.sql, id, request.viewer)
+  return renderOne(ctx, request, user, devices)
 }
 
-async function renderOne (ctx: ApiContext, request: FastifyRequest, row: UserRow, devices: Promise<DeviceRecord[]>): Promise<UserView> {
-  const now = ctx.clock()
-  const [user] = present(request, [row], await devices, now)
+function renderOne (ctx: ApiContext, request: FastifyRequest, row: UserRow, devices: DeviceRecord[]): UserView {
+  const [user] = present(request, [row], devices, ctx.clock())
   if (user === undefined) throw new Error('no user rendered')
   return user
 }
