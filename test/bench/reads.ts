@@ -1,5 +1,5 @@
 import Fastify from 'fastify'
-import { compileListQuery, deviceService, loadDevice, presentDevice, presentDevices, presentUser, userService } from '@esp/domain'
+import { compileListQuery, deviceService, loadDevice, presentDevice, presentDevices, presentUser } from '@esp/domain'
 import type { BenchPlatform } from './setup.js'
 import { percentile, progress, round, runScript } from './stats.js'
 
@@ -111,8 +111,7 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
   const pageQuery = compileListQuery(new URLSearchParams('per_page=25'), deviceService.deviceFilters, { admin: false })
   bare.get('/floor/devices', async () => presentDevices((await deviceService.listDevices(p.database, pageQuery, {}, null)).rows, presenting()))
   bare.get<{ Params: { id: string } }>('/floor/users/:id', async (request) => {
-    const id = Number(request.params.id)
-    const [user, devices] = await Promise.all([userService.findUser(p.database.db, id), deviceService.devicesOfOwners(sql, [id], null)])
+    const { user, devices } = await deviceService.userWithDevices(sql, Number(request.params.id), null)
     return presentUser(user, { viewer: null, baseUrl: 'http://bench', devices: presentDevices(devices, presenting()) })
   })
   await bare.listen({ port: 0, host: '127.0.0.1' })
