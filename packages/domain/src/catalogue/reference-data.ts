@@ -79,6 +79,19 @@ function grouped<T, K> (rows: T[], key: (row: T) => K): Map<K, T[]> {
 /** A representation as JSON text, made once per generation: a single-record read sends it as it is. */
 export interface JsonText { readonly json: string }
 
+/** What `make` gives for `id`, made the first time it is asked for and kept in `made`. */
+function once<V> (made: Map<number, V>, id: number, make: () => V | undefined): V | undefined {
+  let value = made.get(id)
+  if (value === undefined) {
+    value = make()
+    if (value !== undefined) made.set(id, value)
+  }
+  return value
+}
+
+const presented = <R, V> (row: R | undefined, present: (row: R) => V): V | undefined => row === undefined ? undefined : present(row)
+const asText = (view: unknown): JsonText | undefined => view === undefined ? undefined : { json: JSON.stringify(view) }
+
 /** The reference data of one generation, and its representations, each made once. */
 export class Catalogue {
   readonly generation: number
@@ -94,7 +107,11 @@ export class Catalogue {
   private readonly tagsByName: Map<string, TagRow>
   private readonly sensorViews = new Map<number, SensorView>()
   private readonly kitViews = new Map<number, KitView>()
-  private readonly texts = new Map<string, JsonText>()
+  private readonly sensorTexts = new Map<number, JsonText>()
+  private readonly kitTexts = new Map<number, JsonText>()
+  private readonly measurementTexts = new Map<number, JsonText>()
+  private readonly tagTexts = new Map<number, JsonText>()
+  private readonly tagSensorTexts = new Map<number, JsonText>()
 
   constructor (rows: CatalogueRows) {
     this.generation = rows.generation
@@ -131,49 +148,33 @@ export class Catalogue {
 
   /** The sensor's representation, made once per generation; shared, so callers copy before changing it. */
   sensorView (id: number): SensorView | undefined {
-    let view = this.sensorViews.get(id)
-    if (view === undefined) {
+    return once(this.sensorViews, id, () => {
       const sensor = this.sensors.get(id)
-      if (sensor === undefined) return undefined
-      view = presentSensor(sensor, this.measurementOf(sensor), this.tagNamesOf(id))
-      this.sensorViews.set(id, view)
-    }
-    return view
+      return sensor === undefined ? undefined : presentSensor(sensor, this.measurementOf(sensor), this.tagNamesOf(id))
+    })
   }
 
-  /**
-   * A record's representation as JSON text, made once per generation under `key`: the routes of
-   * single records send it without serializing it again (a kit with its sensors is 5 KB).
-   */
-  private text (key: string, view: () => unknown): JsonText | undefined {
-    let text = this.texts.get(key)
-    if (text === undefined) {
-      const value = view()
-      if (value === undefined) return undefined
-      text = { json: JSON.stringify(value) }
-      this.texts.set(key, text)
-    }
-    return text
-  }
+  // A record's representation as JSON text, made once per generation: the routes of single
+  // records send it without serializing it again (a kit with its sensors is 5 KB).
 
   sensorText (id: number): JsonText | undefined {
-    return this.text(`sensor:${id}`, () => this.sensorView(id))
+    return once(this.sensorTexts, id, () => asText(this.sensorView(id)))
   }
 
   kitText (id: number): JsonText | undefined {
-    return this.text(`kit:${id}`, () => this.kitView(id))
+    return once(this.kitTexts, id, () => asText(this.kitView(id)))
   }
 
   measurementText (id: number): JsonText | undefined {
-    return this.text(`measurement:${id}`, () => { const m = this.measurements.get(id); return m === undefined ? undefined : presentMeasurement(m) })
+    return once(this.measurementTexts, id, () => asText(presented(this.measurements.get(id), presentMeasurement)))
   }
 
   tagText (id: number): JsonText | undefined {
-    return this.text(`tag:${id}`, () => { const t = this.tags.get(id); return t === undefined ? undefined : presentTag(t) })
+    return once(this.tagTexts, id, () => asText(presented(this.tags.get(id), presentTag)))
   }
 
   tagSensorText (id: number): JsonText | undefined {
-    return this.text(`tag_sensor:${id}`, () => { const t = this.tagSensors.get(id); return t === undefined ? undefined : presentTagSensor(t) })
+    return once(this.tagSensorTexts, id, () => asText(presented(this.tagSensors.get(id), presentTagSensor)))
   }
 
   /** The representation of a sensor row read on its own (a list page or a write), with this generation's measurement and tags. */
@@ -183,14 +184,7 @@ export class Catalogue {
 
   /** The older form's kit with its sensors (and their keys) in blueprint order. */
   kitView (id: number): KitView | undefined {
-    let view = this.kitViews.get(id)
-    if (view === undefined) {
-      const kit = this.kits.get(id)
-      if (kit === undefined) return undefined
-      view = this.presentKitRow(kit)
-      this.kitViews.set(id, view)
-    }
-    return view
+    return once(this.kitViews, id, () => presented(this.kits.get(id), (kit) => this.presentKitRow(kit)))
   }
 
   presentKitRow (k: KitRow) {
