@@ -179,8 +179,8 @@ function asUser (raw: Raw): UserRecord {
   return user as UserRecord
 }
 
-/** A statement's row as a DeviceReadRow: times from milliseconds into Dates (a user's row left out). */
-function asRecord ({ user: _user, ...row }: Raw): DeviceReadRow {
+/** A statement's row as a DeviceReadRow: times from milliseconds into Dates. */
+function asRecord (row: Raw): DeviceReadRow {
   const owner = row.owner as Raw | null
   const post = row.postprocessing as Raw | null
   const components = row.components as RawComponent[] | null
@@ -284,7 +284,9 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
     ofUser: async (sql, userId, scope) => {
       const rows = await run(sql, ofUser, params(userId, scope))
       const user = rows[0]?.user as Raw | null | undefined
-      return { user: user === null || user === undefined ? undefined : asUser(user), rows: asRecords(rows.filter((r) => r.id !== null)) }
+      // The user's column goes before the rows become devices, on this statement's rows alone.
+      const devices = rows.flatMap(({ user: _user, ...row }) => row.id === null ? [] : [row])
+      return { user: user === null || user === undefined ? undefined : asUser(user), rows: asRecords(devices) }
     },
     page: async (sql, { limit, offset }, scope) => {
       const rows = await run(sql, page, [...params(limit, scope), offset])
