@@ -6,7 +6,7 @@ export { argon2Running, hashPassword, verifyPassword, randomSecret, sha256, safe
 export { issueAccessToken, checkCredentials, login, revokeToken, type TokenSigner, type IssuedToken } from './auth/tokens.js'
 export * as applications from './auth/applications.js'
 export { AUTH_TOPIC, Authenticator, CredentialCache, DEFAULT_CREDENTIAL_CACHE, revokeCredentials, type AuthenticatorDeps, type CredentialCacheOptions } from './auth/credential-cache.js'
-export { AuthThrottle, DEFAULT_THROTTLE, addressKey, normaliseAccount, nullWhenNotFound, throttlePolicy, type Admission, type CredentialGate, type Outcome, type ThrottleKey, type ThrottlePolicy, type ThrottleSettings, type ThrottleStore } from './auth/throttle.js'
+export { AuthThrottle, DEFAULT_THROTTLE, DeviceTokenGuesses, addressKey, normaliseAccount, nullWhenNotFound, throttlePolicy, type Admission, type CredentialGate, type Outcome, type ThrottleKey, type ThrottlePolicy, type ThrottleSettings, type ThrottleStore } from './auth/throttle.js'
 export { MemoryThrottleStore } from './auth/throttle-memory.js'
 export { countryName } from './geo/country.js'
 export { compileListQuery, matchers, DEFAULT_PER_PAGE, MAX_PER_PAGE, type FilterSpec, type FilterField, type ListQuery } from './lists/filter-compiler.js'

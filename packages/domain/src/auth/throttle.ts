@@ -1,4 +1,5 @@
 import { isIPv6 } from 'node:net'
+import { trimOldest } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { sha256 } from './secrets.js'
 
@@ -141,6 +142,56 @@ export class AuthThrottle {
     // Hashed: fixed size whatever was posted, and no e-mail addresses in Redis.
     if (name !== '') keys.push({ key: `acct:${sha256(name).slice(0, 32)}`, limit: this.settings.accountFailures, resetOnSuccess: true })
     return keys
+  }
+}
+
+/** Addresses whose guessed tokens are remembered at most, the least recently guessing going first. */
+const GUESSING_ADDRESSES = 10_000
+/** Distinct tokens remembered for one address: past the limit only while the store cannot lock it. */
+const GUESSES_PER_ADDRESS = 1_000
+
+/**
+ * Guessed device tokens. A device's token is the firmware's one secret, and a publish under it is
+ * its check: a publish under a token no active device has is a failed guess of its address
+ * (`deviceTokenFailure` above). Each distinct token counts once, so a kit still posting
+ * after its device was archived, which repeats its one token, never locks out the kits behind
+ * the same address; an attacker must try a new token each time. The limit-th guess locks the
+ * address out of publishing for the lockout: from then on its publishes are refused before any
+ * token is looked up. The lock is kept here, so the devices' publishes ask no store.
+ */
+export class DeviceTokenGuesses {
+  private readonly tried = new Map<string, Set<string>>()
+  private readonly lockedUntil = new Map<string, number>()
+
+  constructor (private readonly throttle: AuthThrottle, private readonly now: () => number) {}
+
+  /** Asked on every publish: nothing to work out while no address is locked. */
+  locked (address: string): boolean {
+    if (this.lockedUntil.size === 0) return false
+    const key = addressKey(address)
+    const until = this.lockedUntil.get(key)
+    if (until === undefined) return false
+    if (until > this.now()) return true
+    this.lockedUntil.delete(key)
+    return false
+  }
+
+  async failed (address: string, token: string): Promise<void> {
+    const key = addressKey(address)
+    const tokens = this.tried.get(key) ?? new Set<string>()
+    this.tried.delete(key)
+    this.tried.set(key, tokens)
+    trimOldest(this.tried, GUESSING_ADDRESSES)
+    if (tokens.has(token)) return
+    if (tokens.size >= GUESSES_PER_ADDRESS) tokens.clear()
+    tokens.add(token)
+    const lockedMs = await this.throttle.deviceTokenFailure(address)
+    if (lockedMs > 0) {
+      this.lockedUntil.set(key, this.now() + lockedMs)
+      trimOldest(this.lockedUntil, GUESSING_ADDRESSES)
+      // After the lockout every token counts again.
+      tokens.clear()
+    }
   }
 }
 

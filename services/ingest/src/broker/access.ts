@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
-import { type Executor, type Sql, trimOldest } from '@esp/db'
-import { addressKey, ApiError, type Authenticator, type AuthThrottle, canManage, canSee, safeEqual, type Viewer } from '@esp/domain'
+import type { Executor, Sql } from '@esp/db'
+import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, DeviceTokenGuesses, safeEqual, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -62,51 +62,6 @@ async function userOf (deps: AccessDeps, address: string, username: string, pass
   return viewer === null ? null : { viewer, forwardingToken: null }
 }
 
-/** Addresses whose guessed tokens are remembered at most, the least recently guessing going first. */
-const GUESSING_ADDRESSES = 10_000
-
-/**
- * Guessed device tokens. A device's token is the firmware's one secret, and a publish under it is
- * its check: a publish under a token no active device has is a failed guess of its address
- * (`AuthThrottle.deviceTokenFailure`). Each distinct token counts once, so a kit still posting
- * after its device was archived, which repeats its one token, never locks out the kits behind
- * the same address; an attacker must try a new token each time. The limit-th guess locks the
- * address out of publishing for the lockout: from then on its publishes are refused before any
- * token is looked up. The lock is kept here, so the devices' publishes ask no store.
- */
-class TokenGuesses {
-  private readonly tried = new Map<string, Set<string>>()
-  private readonly lockedUntil = new Map<string, number>()
-
-  constructor (private readonly throttle: AuthThrottle, private readonly now: () => number) {}
-
-  locked (address: string): boolean {
-    const key = addressKey(address)
-    const until = this.lockedUntil.get(key)
-    if (until === undefined) return false
-    if (until > this.now()) return true
-    this.lockedUntil.delete(key)
-    return false
-  }
-
-  async failed (address: string, token: string): Promise<void> {
-    const key = addressKey(address)
-    const tokens = this.tried.get(key) ?? new Set<string>()
-    this.tried.delete(key)
-    this.tried.set(key, tokens)
-    trimOldest(this.tried, GUESSING_ADDRESSES)
-    if (tokens.has(token)) return
-    tokens.add(token)
-    const lockedMs = await this.throttle.deviceTokenFailure(address)
-    if (lockedMs > 0) {
-      this.lockedUntil.set(key, this.now() + lockedMs)
-      trimOldest(this.lockedUntil, GUESSING_ADDRESSES)
-      // After the lockout every token counts again.
-      tokens.clear()
-    }
-  }
-}
-
 /**
  * The broker's policy (aedes handlers; issue #6 §2, clients.md §4.37). CONNECT is never refused
  * for its credentials: the firmware sends only its token as client id, the 2016 prototype sent
@@ -124,7 +79,7 @@ export function installAccess (broker: {
   authorizeSubscribe: (client: Client, subscription: Subscription, callback: (error: Error | null, subscription?: Subscription | null) => void) => void
   authorizeForward: (client: Client, packet: AedesPublishPacket) => AedesPublishPacket | null | undefined | void
 }, deps: AccessDeps): void {
-  const guesses = new TokenGuesses(deps.throttle, () => deps.now().getTime())
+  const guesses = new DeviceTokenGuesses(deps.throttle, () => deps.now().getTime())
   broker.authenticate = (client, username, password, done) => {
     const tokens = new Set([client.id])
     if (username !== undefined && username !== '') tokens.add(username)
