@@ -18,6 +18,7 @@ COPY packages/db/package.json packages/db/
 COPY packages/jobs/package.json packages/jobs/
 COPY packages/domain/package.json packages/domain/
 COPY packages/http/package.json packages/http/
+COPY packages/explorer/package.json packages/explorer/
 COPY services/api/package.json services/api/
 COPY services/ingest/package.json services/ingest/
 COPY services/exporter/package.json services/exporter/
@@ -27,6 +28,8 @@ RUN pnpm install --frozen-lockfile
 COPY tsconfig.base.json tsconfig.build.json ./
 COPY packages packages
 COPY services services
+# the explorer's Vite build runs from here
+COPY scripts/build-explorer.ts scripts/
 RUN pnpm build
 
 FROM base AS runtime
@@ -42,6 +45,9 @@ COPY --from=build /app/packages/db/dist packages/db/dist
 COPY --from=build /app/packages/jobs/dist packages/jobs/dist
 COPY --from=build /app/packages/domain/dist packages/domain/dist
 COPY --from=build /app/packages/http/dist packages/http/dist
+# the explorer: the node side (where the build is) and the built web app the api serves
+COPY --from=build /app/packages/explorer/dist-node packages/explorer/dist-node
+COPY --from=build /app/packages/explorer/dist packages/explorer/dist
 COPY --from=build /app/services/api/dist services/api/dist
 COPY --from=build /app/services/ingest/dist services/ingest/dist
 COPY --from=build /app/services/exporter/dist services/exporter/dist

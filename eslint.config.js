@@ -5,7 +5,7 @@ import neostandard from 'neostandard'
 export default [
   ...neostandard({
     ts: true,
-    ignores: ['**/dist/**', '**/node_modules/**', 'db/migrations/**', '.data/**']
+    ignores: ['**/dist/**', '**/dist-*/**', '**/node_modules/**', 'db/migrations/**', '.data/**']
   }),
   {
     rules: {

@@ -13,6 +13,7 @@ import path from 'node:path'
 import postgres from 'postgres'
 import { migrateDatabase, seedCatalogue, startEmbeddedPostgres, createDatabase } from '@esp/db'
 import { databaseUrl, TEST_ENV } from '@esp/db/testing'
+import { ensureExplorerBuilt } from '@esp/explorer'
 
 const root = path.resolve(import.meta.dirname, '..')
 const requested = process.argv.slice(2)
@@ -31,6 +32,9 @@ function testFiles (dir: string): string[] {
 const files = requested.length > 0
   ? requested
   : ['packages', 'services', 'test'].flatMap((top) => testFiles(path.join(root, top))).sort()
+
+// Built once, before any test file starts a platform that serves it (and would build it itself).
+if (await ensureExplorerBuilt()) console.log('# built the explorer')
 
 const external = process.env.DATABASE_URL
 let tempDir: string | undefined

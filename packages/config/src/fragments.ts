@@ -88,3 +88,9 @@ export const ExportConfig = Type.Object({
   CSV_IMPORT_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024, default: 16 * 1024 * 1024, description: 'an integer of bytes, from 1024 to 268435456' }),
   EXPORT_MAX_CONCURRENT: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'an integer from 1 to 64' })
 })
+
+/** The explorer (issue 22): with no tile server it draws the countries it ships; production may name one. */
+export const ExplorerConfig = Type.Object({
+  EXPLORER_TILE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s"\']*\\{z\\}[^\\s"\']*\\{x\\}[^\\s"\']*\\{y\\}[^\\s"\']*$', description: 'a raster tile URL template with {z}, {x} and {y} (and optionally {s})' })),
+  EXPLORER_TILE_ATTRIBUTION: Type.Optional(Type.String({ maxLength: 300, description: 'the attribution the tile server asks for, as text' }))
+})

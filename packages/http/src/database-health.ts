@@ -108,19 +108,20 @@ declare module 'fastify' {
   }
 }
 
-/** Routes that never touch the database answer during an outage too. */
-const needsDatabase = (path: string, docsPath: string): boolean => !PRESSURE_EXEMPT.has(path) && path !== docsPath && !path.startsWith(`${docsPath}/`)
+/** Routes that never touch the database answer during an outage too: health, metrics and the pages (docs, explorer). */
+const needsDatabase = (path: string, pagePaths: readonly string[]): boolean =>
+  !PRESSURE_EXEMPT.has(path) && !pagePaths.some((page) => path === page || path.startsWith(`${page}/`))
 
 /**
  * While the database is unavailable every request that needs it is answered at once with 503,
  * Retry-After and the reason, in the one error shape; /health/ready among them. Any request that
  * fails on an unavailable database (the error handler answers it the same way) tells the health.
  */
-export const databaseGatePlugin = fp(async (app: FastifyInstance, options: { health: DatabaseHealth, docsPath: string }) => {
+export const databaseGatePlugin = fp(async (app: FastifyInstance, options: { health: DatabaseHealth, pagePaths: readonly string[] }) => {
   const { health } = options
   app.decorate('databaseHealth', health)
   app.addHook('onRequest', async (request, reply) => {
-    if (health.available || !needsDatabase(request.routeOptions.url ?? request.url, options.docsPath)) return
+    if (health.available || !needsDatabase(request.routeOptions.url ?? request.url, options.pagePaths)) return
     return sendError(reply, errors.databaseUnavailable(health.reason ?? 'the database is unavailable'))
   })
   app.addHook('onError', async (_request, _reply, error) => { health.note(error) })

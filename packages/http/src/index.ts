@@ -1,4 +1,4 @@
-export { buildServer, baseUrl, DOCS_PATH, type HttpSettings, type ServerOptions } from './server.js'
+export { buildServer, baseUrl, DOCS_PATH, EXPLORER_PATH, type HttpSettings, type ServerOptions } from './server.js'
 export { ErrorBody, errorResponses, type ErrorBodyType } from './error-body.js'
 export { binaryFile, documentedAs, listQuery, multipartForm, pageParams, parsedParam, recordIdParam, SIGNED_IN } from './openapi.js'
 export { errorHandlerPlugin, sendError, fieldErrors } from './error-handler.js'

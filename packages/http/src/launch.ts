@@ -5,7 +5,7 @@ import type { AuthConfig, DbConfig, HttpConfig, LogConfig, RateLimitConfig, Uplo
 import { ChangeFeed, migrationStatus, openPlatformDatabase, type PlatformDatabase } from '@esp/db'
 import { listenWithFallback } from './listen.js'
 import { processApplicationName } from './metrics.js'
-import { buildServer, DOCS_PATH } from './server.js'
+import { buildServer, DOCS_PATH, EXPLORER_PATH } from './server.js'
 import { DatabaseHealth } from './database-health.js'
 import { detectVersion } from './version.js'
 import { jwtSecret } from './secrets.js'
@@ -120,6 +120,7 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
     const lines = [
       `${options.title} is up`,
+      ...(server.hasRoute({ method: 'GET', url: `${EXPLORER_PATH}/*` }) ? [`  explorer  ${url}${EXPLORER_PATH}/`] : []),
       `  HTTP      ${url}/v0/${fellBack ? `   (port ${config.PORT} was busy)` : ''}`,
       ...(options.describe?.(server, options) ?? []),
       `  API docs  ${url}${DOCS_PATH}`,

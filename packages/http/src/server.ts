@@ -63,6 +63,8 @@ export interface ServerOptions extends HttpSettings {
 }
 
 export const DOCS_PATH = '/docs'
+/** Where the api serves the explorer, the web app people use (packages/explorer). */
+export const EXPLORER_PATH = '/explorer'
 
 /**
  * A Fastify instance with everything the services share: one error shape, versioning, pretty and
@@ -106,7 +108,7 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   await app.register(errorHandlerPlugin)
   // Measured and turned away before anything else runs (authentication already queries the pool).
   await app.register(metricsPlugin, options.metrics ?? {})
-  if (options.databaseHealth !== undefined) await app.register(databaseGatePlugin, { health: options.databaseHealth, docsPath: DOCS_PATH })
+  if (options.databaseHealth !== undefined) await app.register(databaseGatePlugin, { health: options.databaseHealth, pagePaths: [DOCS_PATH, EXPLORER_PATH] })
   if (options.pressure !== undefined) await app.register(pressurePlugin, { ...options.pressure, health: options.databaseHealth })
   await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
   await app.register(formbody, { bodyLimit: options.bodyLimit })

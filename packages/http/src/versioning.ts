@@ -3,7 +3,7 @@
  * `application/vnd.<vendor>; version=N` (contract: Versioning; behaviour.md §0). Routes live under
  * `/v<N>`; this maps every request onto that tree before routing.
  */
-const UNVERSIONED = /^\/(health|metrics|docs|mqtt)(\/|$)/
+const UNVERSIONED = /^\/(health|metrics|docs|mqtt|explorer)(\/|$)/
 const VERSIONED = /^\/v\d+(\/|$)/
 
 export function createUrlRewriter (vendor: string): (url: string, accept: string | undefined) => string {
@@ -15,9 +15,11 @@ export function createUrlRewriter (vendor: string): (url: string, accept: string
     const query = queryAt === -1 ? '' : url.slice(queryAt)
     // Clients build paths by concatenation and send `//` (clients.md §4.2); `.json` is an old suffix.
     path = path.replace(/\/{2,}/g, '/')
+    // The pages' own files keep their names (the explorer ships a .json asset).
+    if (UNVERSIONED.test(path)) return path + query
     if (path.endsWith('.json')) path = path.slice(0, -'.json'.length)
     if (path === '') path = '/'
-    if (VERSIONED.test(path) || UNVERSIONED.test(path)) return path + query
+    if (VERSIONED.test(path)) return path + query
     const version = accept === undefined ? undefined : acceptVersion.exec(accept)?.[1]
     return `/v${version ?? '0'}${path === '/' ? '/' : path}${query}`
   }

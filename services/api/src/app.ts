@@ -18,6 +18,7 @@ import { catalogueRoutes } from './routes/v0/catalogue.js'
 import { experimentRoutes } from './routes/v0/experiments.js'
 import { searchRoutes } from './routes/v0/search.js'
 import { exportRoutes } from './routes/v0/exports.js'
+import { explorerRoutes, type ExplorerOptions } from './explorer.js'
 
 export interface ApiDeps {
   database: Database
@@ -37,6 +38,8 @@ export interface ApiDeps {
   csvImportMaxBytes?: number
   /** streamed exports running at once per process, each on a connection of its own (EXPORT_MAX_CONCURRENT) */
   exportMaxConcurrent?: number
+  /** the built explorer, served at /explorer/; browsers asking for / are sent there */
+  explorer?: ExplorerOptions | undefined
 }
 
 /**
@@ -70,7 +73,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
   app.addSchema(Device)
   app.addSchema(User)
   await app.register(async (v0) => {
-    await v0.register(rootRoutes)
+    await v0.register(rootRoutes, { explorer: deps.explorer !== undefined })
     await v0.register(sessionRoutes, ctx)
     await v0.register(userRoutes, ctx)
     await v0.register(meRoutes, ctx)
@@ -93,4 +96,5 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       }
     })
   }, { prefix: '/v0' })
+  if (deps.explorer !== undefined) await app.register(explorerRoutes, deps.explorer)
 }, { name: 'esp-api' })

@@ -1,0 +1,154 @@
+import L from 'leaflet'
+import 'leaflet/dist/leaflet.css'
+import Supercluster from 'supercluster'
+import { feature } from 'topojson-client'
+import type { Geometry } from 'geojson'
+import type { Topology } from 'topojson-specification'
+import countriesUrl from 'world-atlas/countries-110m.json?url'
+import { config } from './config.js'
+import { conditionOf, type DeviceCondition } from './components.js'
+import type { MapDevice } from './types.js'
+
+interface PointProps { id: number, name: string, condition: DeviceCondition }
+interface ClusterProps { online: number, offline: number, new: number }
+
+/** A ring whose longitudes are shifted by whole turns so each follows its predecessor: no stroke back across the world. */
+function unwrapRing (ring: number[][]): number[][] {
+  let previous: number | null = null
+  return ring.map(([lng = 0, lat = 0]) => {
+    let x = lng
+    if (previous !== null) {
+      while (x - previous > 180) x -= 360
+      while (previous - x > 180) x += 360
+    }
+    previous = x
+    return [x, lat]
+  })
+}
+
+function unwrapGeometry (geometry: Geometry): Geometry {
+  if (geometry.type === 'Polygon') return { ...geometry, coordinates: geometry.coordinates.map(unwrapRing) }
+  if (geometry.type === 'MultiPolygon') return { ...geometry, coordinates: geometry.coordinates.map((p) => p.map(unwrapRing)) }
+  return geometry
+}
+
+export const CONDITION_COLOUR: Record<DeviceCondition, string> = { online: '#138a5b', offline: '#d9822b', new: '#5b6bd6' }
+
+/**
+ * The map of devices: Leaflet on a canvas renderer, the countries drawn from the shipped
+ * world-atlas outline unless a tile server is configured, and the devices clustered by
+ * supercluster so that 10,000 of them stay a few hundred marks at any zoom.
+ */
+export class DeviceMap {
+  private readonly map: L.Map
+  private readonly layer = L.layerGroup()
+  private readonly renderer = L.canvas({ padding: 0.3 })
+  private index: Supercluster<PointProps, ClusterProps> | null = null
+  private highlighted: L.CircleMarker | null = null
+
+  constructor (element: HTMLElement, private readonly onOpen: (id: number) => void) {
+    this.map = L.map(element, { preferCanvas: true, worldCopyJump: true, minZoom: 2, maxZoom: 18, zoomSnap: 0.5 })
+    this.map.setView([30, 10], 2)
+    this.map.attributionControl.setPrefix(false)
+    if (config.tileUrl !== null) {
+      L.tileLayer(config.tileUrl, { attribution: config.tileAttribution ?? '', maxZoom: 19 }).addTo(this.map)
+    } else {
+      element.classList.add('map-offline')
+      void this.drawCountries()
+    }
+    this.layer.addTo(this.map)
+    this.map.on('moveend', () => { this.draw() })
+  }
+
+  private async drawCountries (): Promise<void> {
+    try {
+      const topology = await (await fetch(countriesUrl)).json() as Topology
+      const object = topology.objects.countries
+      if (object === undefined) return
+      const countries = feature(topology, object)
+      if (countries.type !== 'FeatureCollection') return
+      // Antarctica has no devices and its ring runs along the map's edge; rings that cross the
+      // antimeridian (Russia, Fiji) are kept continuous rather than drawn back across the world.
+      const land = { ...countries, features: countries.features.filter((f) => f.id !== '010').map((f) => ({ ...f, geometry: unwrapGeometry(f.geometry) })) }
+      L.geoJSON(land, {
+        interactive: false,
+        style: { color: '#a9b8c6', weight: 0.7, fillColor: '#f4f1ea', fillOpacity: 1 }
+      }).addTo(this.map).bringToBack()
+    } catch {
+      // Without the outline the devices still show, on the sea colour.
+    }
+  }
+
+  show (devices: readonly MapDevice[]): void {
+    const index = new Supercluster<PointProps, ClusterProps>({
+      radius: 56,
+      maxZoom: 14,
+      map: (p) => ({ online: p.condition === 'online' ? 1 : 0, offline: p.condition === 'offline' ? 1 : 0, new: p.condition === 'new' ? 1 : 0 }),
+      reduce: (sum, p) => { sum.online += p.online; sum.offline += p.offline; sum.new += p.new }
+    })
+    index.load(devices.map((d) => ({
+      type: 'Feature',
+      geometry: { type: 'Point', coordinates: [d.longitude, d.latitude] },
+      properties: { id: d.id, name: d.name, condition: conditionOf(d) }
+    })))
+    this.index = index
+    this.draw()
+  }
+
+  focus (device: MapDevice): void {
+    this.map.setView([device.latitude, device.longitude], Math.max(this.map.getZoom(), 13))
+    this.highlighted?.remove()
+    this.highlighted = L.circleMarker([device.latitude, device.longitude], { renderer: this.renderer, radius: 14, color: '#111', weight: 2, fill: false, interactive: false }).addTo(this.map)
+  }
+
+  invalidate (): void { this.map.invalidateSize() }
+
+  destroy (): void { this.map.remove() }
+
+  private draw (): void {
+    const index = this.index
+    if (index === null) return
+    this.layer.clearLayers()
+    const bounds = this.map.getBounds()
+    const west = Math.max(-180, bounds.getWest())
+    const east = Math.min(180, bounds.getEast())
+    const zoom = Math.round(this.map.getZoom())
+    const items = index.getClusters([west, Math.max(-85, bounds.getSouth()), east, Math.min(85, bounds.getNorth())], zoom)
+    for (const item of items) {
+      const [lng, lat] = item.geometry.coordinates as [number, number]
+      const props = item.properties
+      if ('cluster' in props && props.cluster) {
+        const count = props.point_count
+        const share = props.online / count
+        const size = count < 10 ? 30 : count < 100 ? 36 : count < 1000 ? 44 : 52
+        const marker = L.marker([lat, lng], {
+          icon: L.divIcon({
+            className: 'cluster',
+            html: `<span style="--share:${Math.round(share * 100)}%;width:${size}px;height:${size}px">${props.point_count_abbreviated}</span>`,
+            iconSize: [size, size]
+          }),
+          title: `${count} devices, ${props.online} online`,
+          alt: `${count} devices`,
+          keyboard: true
+        })
+        marker.on('click', () => {
+          this.map.flyTo([lat, lng], Math.min(index.getClusterExpansionZoom(props.cluster_id), 18), { duration: 0.4 })
+        })
+        this.layer.addLayer(marker)
+      } else {
+        const point = props as PointProps
+        const marker = L.circleMarker([lat, lng], {
+          renderer: this.renderer,
+          radius: 7,
+          weight: 1.5,
+          color: '#fff',
+          fillColor: CONDITION_COLOUR[point.condition],
+          fillOpacity: 0.95
+        })
+        marker.bindTooltip(point.name, { direction: 'top', offset: [0, -6] })
+        marker.on('click', () => { this.onOpen(point.id) })
+        this.layer.addLayer(marker)
+      }
+    }
+  }
+}

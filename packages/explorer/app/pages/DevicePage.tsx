@@ -1,0 +1,291 @@
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import { api, ApiError, errorText } from '../api.js'
+import { Chart, type Series } from '../chart.js'
+import { Badge, conditionOf, ErrorNote, Link, Time } from '../components.js'
+import { formatValue, timeZone } from '../format.js'
+import { autoRollup, FUNCTIONS, isoSeconds, RANGES, type RangeName, ROLLUPS, toSeries } from '../history.js'
+import { subscribeLive, type LiveReadings } from '../live.js'
+import { session } from '../session.js'
+import type { Device, DeviceSensor, History } from '../types.js'
+
+interface Controls { range: RangeName, rollup: string, fn: string, from: number, to: number }
+
+function controlsFromUrl (): Controls {
+  const params = new URLSearchParams(location.search)
+  const range = (params.get('range') ?? 'week') as RangeName
+  const now = Date.now()
+  const preset = RANGES.find((r) => r.name === range)
+  const from = Date.parse(params.get('from') ?? '')
+  const to = Date.parse(params.get('to') ?? '')
+  const custom = range === 'custom' && Number.isFinite(from) && Number.isFinite(to) && from < to
+  return {
+    range: custom ? 'custom' : preset?.name ?? 'week',
+    rollup: params.get('rollup') ?? 'auto',
+    fn: FUNCTIONS.includes(params.get('function') as typeof FUNCTIONS[number]) ? params.get('function') as string : 'avg',
+    from: custom ? from : now - (preset ?? RANGES[1]!).seconds * 1000,
+    to: custom ? to : now
+  }
+}
+
+function controlsToUrl (c: Controls): void {
+  const params = new URLSearchParams()
+  params.set('range', c.range)
+  if (c.range === 'custom') { params.set('from', isoSeconds(c.from)); params.set('to', isoSeconds(c.to)) }
+  if (c.rollup !== 'auto') params.set('rollup', c.rollup)
+  if (c.fn !== 'avg') params.set('function', c.fn)
+  history.replaceState(null, '', `${location.pathname}?${params.toString()}`)
+}
+
+/** datetime-local wants local wall time without a zone. */
+const toLocalInput = (ms: number): string => {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000)
+  return d.toISOString().slice(0, 16)
+}
+
+interface Latest { value: number | null, at: string | null }
+
+export function DevicePage ({ id }: { id: number }) {
+  const [device, setDevice] = useState<Device | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [controls, setControls] = useState(controlsFromUrl)
+  const [latest, setLatest] = useState<Map<number, Latest>>(new Map())
+  const [livePoints, setLivePoints] = useState<Map<number, [number, number][]>>(new Map())
+  const [live, setLive] = useState(false)
+  const pending = useRef(0)
+
+  const load = (): void => {
+    setError(null)
+    api<Device>(`/devices/${id}`).then((d) => {
+      setDevice(d)
+      setLatest(new Map((d.data?.sensors ?? []).map((s) => [s.id, { value: s.value, at: s.last_reading_at }])))
+      document.title = `${d.name} · Sensor network explorer`
+    }, (err: unknown) => {
+      setError(err instanceof ApiError && err.status === 404 ? 'There is no such device, or it is private.' : errorText(err))
+    })
+  }
+  useEffect(load, [id])
+  useEffect(() => { controlsToUrl(controls) }, [controls])
+
+  // New readings while the page is open.
+  useEffect(() => {
+    const signedIn = session()
+    return subscribeLive(id, signedIn?.token ?? null, (message: LiveReadings) => {
+      setLatest((before) => {
+        const next = new Map(before)
+        for (const group of message.data) for (const s of group.sensors) next.set(s.id, { value: s.value, at: group.recorded_at })
+        return next
+      })
+      setLivePoints((before) => {
+        const next = new Map(before)
+        for (const group of message.data) {
+          const at = Date.parse(group.recorded_at) / 1000
+          for (const s of group.sensors) if (s.value !== null) next.set(s.id, [...(next.get(s.id) ?? []), [at, s.value]])
+        }
+        return next
+      })
+      setDevice((d) => d === null ? d : { ...d, last_reading_at: message.data[message.data.length - 1]?.recorded_at ?? d.last_reading_at, system_tags: [...d.system_tags.filter((t) => t !== 'offline' && t !== 'online'), 'online'] })
+    }, setLive)
+  }, [id])
+
+  const rollup = controls.rollup === 'auto' ? autoRollup((controls.to - controls.from) / 1000) : controls.rollup
+  const sensors = device?.data?.sensors ?? []
+  const withData = sensors.filter((s) => s.last_reading_at !== null || latest.get(s.id)?.at != null)
+  const withoutData = sensors.filter((s) => !withData.includes(s))
+
+  const chartStarted = (): void => { pending.current++ }
+  const chartDone = (): void => {
+    pending.current--
+    // Every chart that started loading is drawn (the explorer's benchmark reads this mark).
+    if (pending.current === 0) performance.mark('esp:charts-drawn')
+  }
+
+  if (error !== null) return <main class='page narrow'><ErrorNote message={error} onRetry={load} /><p><Link to='/'>Back to the map</Link></p></main>
+  if (device === null) return <main class='page'><p class='muted' aria-busy='true'>Loading the device…</p></main>
+
+  const condition = conditionOf(device)
+  const place = [device.location?.city, device.location?.country].filter(Boolean).join(', ')
+  const exportUrl = (() => {
+    const params = new URLSearchParams({ format: 'csv', from: isoSeconds(controls.from), to: isoSeconds(controls.to) })
+    // A private device is only exported to its owner: a link cannot carry the header, the query can.
+    const signedIn = session()
+    if (device.data_policy?.is_private === true && signedIn !== null) params.set('access_token', signedIn.token)
+    return `/v0/devices/${device.id}/readings/export?${params.toString()}`
+  })()
+
+  return (
+    <main class='page device-page'>
+      <nav class='crumbs' aria-label='Breadcrumb'><Link to='/'>Map</Link> <span aria-hidden='true'>/</span> <span>{device.name}</span></nav>
+      <header class='device-head'>
+        <div>
+          <h1>{device.name}</h1>
+          <p class='meta'>
+            <Badge condition={condition} />
+            {device.data_policy?.is_private === true && <span class='badge badge-private'>Private</span>}
+            {live && <span class='badge badge-live' title='New readings appear as they arrive'>Live</span>}
+            <span>by <strong>{device.owner?.username ?? 'unknown'}</strong></span>
+            {place !== '' && <span>{place}</span>}
+            {device.location?.latitude != null && <span class='muted'>{device.location.latitude.toFixed(3)}, {device.location.longitude?.toFixed(3)}</span>}
+            <span>{device.location?.exposure === 'indoor' ? 'Indoors' : 'Outdoors'}</span>
+          </p>
+          {device.description !== null && device.description !== '' && <p class='description'>{device.description}</p>}
+          <p class='muted small'>Last reading <Time iso={device.last_reading_at} relative /> · times shown in {timeZone}</p>
+        </div>
+      </header>
+
+      <section aria-labelledby='latest-title'>
+        <h2 id='latest-title'>Latest values</h2>
+        {sensors.length === 0 && <p class='muted'>This device has no sensors yet.</p>}
+        <ul class='latest'>
+          {sensors.map((s) => {
+            const now = latest.get(s.id)
+            return (
+              <li key={s.id} class='latest-item' data-sensor-id={s.id}>
+                <span class='latest-name'>{s.measurement?.name ?? s.name}</span>
+                <span class='latest-value'>{formatValue(now?.value ?? null, s.unit)}</span>
+                <span class='muted small'>{now?.at != null ? <Time iso={now.at} relative /> : 'no readings yet'}</span>
+              </li>
+            )
+          })}
+        </ul>
+      </section>
+
+      <section aria-labelledby='history-title'>
+        <h2 id='history-title'>History</h2>
+        <form class='controls' onSubmit={(e) => { e.preventDefault() }}>
+          <fieldset class='ranges'>
+            <legend>Range</legend>
+            {RANGES.map((r) => (
+              <label key={r.name} class='pill'>
+                <input
+                  type='radio' name='range' value={r.name} checked={controls.range === r.name}
+                  onChange={() => { const to = Date.now(); setControls({ ...controls, range: r.name, from: to - r.seconds * 1000, to }) }}
+                />
+                {r.label}
+              </label>
+            ))}
+            <label class='pill'>
+              <input type='radio' name='range' value='custom' checked={controls.range === 'custom'} onChange={() => { setControls({ ...controls, range: 'custom' }) }} />
+              Custom
+            </label>
+          </fieldset>
+          {controls.range === 'custom' && (
+            <div class='custom-range'>
+              <label class='field inline'><span class='field-label'>From</span>
+                <input
+                  type='datetime-local' value={toLocalInput(controls.from)} max={toLocalInput(controls.to)}
+                  onChange={(e) => { const v = Date.parse(e.currentTarget.value); if (Number.isFinite(v) && v < controls.to) setControls({ ...controls, from: v }) }}
+                />
+              </label>
+              <label class='field inline'><span class='field-label'>To</span>
+                <input
+                  type='datetime-local' value={toLocalInput(controls.to)} min={toLocalInput(controls.from)}
+                  onChange={(e) => { const v = Date.parse(e.currentTarget.value); if (Number.isFinite(v) && v > controls.from) setControls({ ...controls, to: v }) }}
+                />
+              </label>
+            </div>
+          )}
+          <label class='field inline'><span class='field-label'>Rollup</span>
+            <select name='rollup' value={controls.rollup} onChange={(e) => { setControls({ ...controls, rollup: e.currentTarget.value }) }}>
+              <option value='auto'>Automatic ({ROLLUPS.find((r) => r.value === rollup)?.label ?? rollup})</option>
+              {ROLLUPS.map((r) => <option key={r.value} value={r.value}>{r.label}</option>)}
+            </select>
+          </label>
+          <label class='field inline'><span class='field-label'>Function</span>
+            <select name='function' value={controls.fn} onChange={(e) => { setControls({ ...controls, fn: e.currentTarget.value }) }}>
+              {FUNCTIONS.map((f) => <option key={f} value={f}>{f}</option>)}
+            </select>
+          </label>
+          <a class='button' href={exportUrl} download>Download CSV</a>
+        </form>
+        <div class='charts'>
+          {withData.map((s) => (
+            <SensorChart
+              key={s.id} deviceId={device.id} sensor={s} rollup={rollup} fn={controls.fn} from={controls.from} to={controls.to}
+              live={livePoints.get(s.id)} onStart={chartStarted} onDone={chartDone}
+            />
+          ))}
+        </div>
+        {withoutData.length > 0 && <p class='muted small'>No readings yet from {withoutData.map((s) => s.measurement?.name ?? s.name).join(', ')}.</p>}
+      </section>
+    </main>
+  )
+}
+
+/** One sensor's chart, loaded when it comes near the screen. */
+function SensorChart ({ deviceId, sensor, rollup, fn, from, to, live, onStart, onDone }: {
+  deviceId: number, sensor: DeviceSensor, rollup: string, fn: string, from: number, to: number, live: [number, number][] | undefined, onStart: () => void, onDone: () => void
+}) {
+  const element = useRef<HTMLElement>(null)
+  const [visible, setVisible] = useState(false)
+  const [series, setSeries] = useState<Series | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [attempt, setAttempt] = useState(0)
+  const drawn = useRef<(() => void) | null>(null)
+
+  useEffect(() => {
+    const target = element.current
+    if (target === null) return
+    // Charts off screen are not asked for: a device has a dozen sensors, and each is a request.
+    const observer = new IntersectionObserver((entries) => { for (const e of entries) setVisible(e.isIntersecting) }, { rootMargin: '200px' })
+    observer.observe(target)
+    return () => { observer.disconnect() }
+  }, [])
+
+  const key = `${rollup} ${fn} ${from} ${to} ${attempt}`
+  const loaded = useRef<string | null>(null)
+  useEffect(() => {
+    // Drawn already for these controls, or out of sight: nothing to ask.
+    if (!visible || loaded.current === key) return
+    loaded.current = key
+    const abort = new AbortController()
+    let settled = false
+    const finish = (): void => { if (!settled) { settled = true; onDone() } }
+    onStart()
+    setError(null)
+    const query = new URLSearchParams({ sensor_id: String(sensor.id), rollup, function: fn, from: isoSeconds(from), to: isoSeconds(to), all_intervals: 'true' })
+    api<History>(`/devices/${deviceId}/readings?${query.toString()}`, { signal: abort.signal }).then((history) => {
+      const next = toSeries(history)
+      if (next.times.length === 0) finish()
+      else drawn.current = finish
+      setSeries(next)
+    }, (err: unknown) => {
+      if (abort.signal.aborted) return
+      loaded.current = null
+      setError(errorText(err))
+      finish()
+      // A 429 says when to try again: the chart does so by itself.
+      if (err instanceof ApiError && err.status === 429) setTimeout(() => { setAttempt((n) => n + 1) }, (err.retryAfter ?? 30) * 1000)
+    })
+    return () => {
+      // Left before the answer came: asked again when it is next in sight.
+      if (!settled) loaded.current = null
+      abort.abort()
+      finish()
+    }
+  }, [visible, deviceId, sensor.id, key])
+
+  // Live points after the last bucket are added as they come.
+  const shown = useMemo(() => {
+    if (series === null || live === undefined || live.length === 0) return series
+    const last = series.times[series.times.length - 1] ?? -Infinity
+    const extra = live.filter(([at]) => at > last)
+    if (extra.length === 0) return series
+    return { times: [...series.times, ...extra.map(([at]) => at)], values: [...series.values, ...extra.map(([, v]) => v)] }
+  }, [series, live])
+
+  const title = sensor.measurement?.name ?? sensor.name
+  return (
+    <article class='chart-card' ref={element} data-sensor-id={sensor.id} aria-label={`${title} history`}>
+      <header>
+        <h3>{title}{sensor.unit !== null && sensor.unit !== '' && <span class='muted'> ({sensor.unit})</span>}</h3>
+        <p class='muted small'>{sensor.name}</p>
+      </header>
+      <ErrorNote message={error} onRetry={() => { setAttempt((n) => n + 1) }} />
+      {shown === null
+        ? error === null && <div class='chart-placeholder' aria-busy='true'>Loading…</div>
+        : shown.times.length === 0
+          ? <p class='muted'>No readings in this range.</p>
+          : <Chart series={shown} unit={sensor.unit} label={title} onDrawn={() => { drawn.current?.(); drawn.current = null }} />}
+    </article>
+  )
+}
