@@ -60,6 +60,19 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
   })
   const base = (await platform.waitFor(HTTP_LINE))[1] ?? ''
   t.match(platform.output(), `explorer  ${base}/explorer/`, 'the start-up lines print the explorer\'s address')
+  const browser: Browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run']
+  })
+  t.teardown(async () => { await browser.close() })
+
+  // A fresh platform has nothing to show: the map says what to do.
+  const first = await browser.newPage()
+  await first.goto(`${base}/explorer/`)
+  await t.resolves(first.getByRole('heading', { name: 'No public devices yet' }).waitFor(), 'an empty network says how to fill it')
+  t.ok(await first.getByText('pnpm demo').count() > 0, 'including pnpm demo')
+  await first.close()
+
   const world = await makeExplorerWorld(base, ADMIN)
   const showcase = world.showcase
   const admin = { authorization: `Bearer ${world.adminToken}`, 'content-type': 'application/json' }
@@ -73,11 +86,6 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     t.ok(existsSync(file), `screenshot ${name}`)
   }
 
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run']
-  })
-  t.teardown(async () => { await browser.close() })
   // Madrid's clock, so that local times and their UTC tooltips differ.
   const newContext = async (viewport = { width: 1280, height: 900 }): Promise<BrowserContext> =>
     await browser.newContext({ viewport, locale: 'en-US', timezoneId: 'Europe/Madrid', acceptDownloads: true })
@@ -284,6 +292,25 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     t.equal(profile.location.city, 'Barcelona', 'the profile is saved')
     await mine.getByRole('button', { name: 'Sign out' }).click()
     t.equal(await mine.evaluate(() => (globalThis as unknown as InPage).localStorage.getItem('esp.session')), null, 'signing out forgets the token')
+
+    // Signing in again, from a page that needs it: back there afterwards.
+    await mine.goto(`${base}/explorer/my/devices`)
+    await mine.getByRole('heading', { name: 'Sign in' }).waitFor()
+    await mine.getByLabel('Username or e-mail').fill(username)
+    await mine.getByLabel('Password').fill('not the password')
+    await mine.getByRole('button', { name: 'Sign in' }).click()
+    await t.resolves(mine.getByRole('alert').waitFor(), 'a wrong password is said so')
+    await mine.getByLabel('Password').fill('a long password')
+    await mine.getByRole('button', { name: 'Sign in' }).click()
+    await mine.getByRole('heading', { name: 'My devices' }).waitFor()
+
+    // Archiving asks first, then the device is gone from the list and from the API.
+    mine.once('dialog', (dialog) => { void dialog.accept() })
+    await mine.locator(`li[data-device-id="${kitchen?.id}"]`).getByRole('button', { name: 'Manage' }).click()
+    await mine.getByRole('button', { name: 'Archive device' }).click()
+    await t.resolves(mine.locator(`li[data-device-id="${kitchen?.id}"]`).waitFor({ state: 'detached' }), 'archived: no longer in my devices')
+    const archived = await fetch(`${base}/v0/devices/${kitchen?.id}`, { headers: { authorization: `Bearer ${token}` } })
+    t.equal(archived.status, 404, 'and the API no longer serves it')
     await member.close()
     await stranger.close()
   })

@@ -24,6 +24,8 @@ export function usePath (): string {
   useEffect(() => {
     const update = (): void => { setPath(currentPath()) }
     listeners.add(update)
+    // A child's effect may have navigated before this one subscribed (children's effects run first).
+    update()
     return () => { listeners.delete(update) }
   }, [])
   return path

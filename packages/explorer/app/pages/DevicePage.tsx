@@ -121,7 +121,7 @@ export function DevicePage ({ id }: { id: number }) {
           <p class='meta'>
             <Badge condition={condition} />
             {device.data_policy?.is_private === true && <span class='badge badge-private'>Private</span>}
-            {live && <span class='badge badge-live' title='New readings appear as they arrive'>Live</span>}
+            {live && <span class='badge badge-live' title='New readings appear as they arrive'>Live updates</span>}
             <span>by <strong>{device.owner?.username ?? 'unknown'}</strong></span>
             {place !== '' && <span>{place}</span>}
             {device.location?.latitude != null && <span class='muted'>{device.location.latitude.toFixed(3)}, {device.location.longitude?.toFixed(3)}</span>}

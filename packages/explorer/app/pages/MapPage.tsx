@@ -94,7 +94,14 @@ export function MapPage () {
         <ul class='legend' aria-label='Colours'>
           {(['online', 'offline', 'new'] as const).map((c) => <li key={c}><span class='dot' style={{ background: CONDITION_COLOUR[c] }} /> <Badge condition={c} /></li>)}
         </ul>
-        {devices !== null && !filtering && (
+        {devices !== null && devices.length === 0 && (
+          <div class='card empty'>
+            <h2 class='panel-title'>No public devices yet</h2>
+            <p><Link to='/sign-up'>Sign up</Link> and add the first one: its page gives the token to configure a kit.</p>
+            <p class='muted small'>Running the platform on your machine? <code>pnpm demo</code> fills it with a demo network of 20 devices and a year of readings.</p>
+          </div>
+        )}
+        {devices !== null && devices.length > 0 && !filtering && (
           <p class='muted small'>Pick a device on the map, or search, to see its latest values and history. Numbers on the map are groups of devices: zoom in to split them.</p>
         )}
         {devices !== null && (
