@@ -132,6 +132,7 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
   await t.test('the device page: latest values, charts that draw what the API answers, rollup and range', async (t) => {
     const device = await (await fetch(`${base}/v0/devices/${showcase.id}`)).json() as { name: string, data: { sensors: { id: number, value: number | null, unit: string }[] } }
     await page.getByRole('heading', { name: device.name }).waitFor()
+    t.equal(await page.getByRole('link', { name: 'Manage this device' }).count(), 0, 'a visitor has nothing to manage')
     for (const sensor of device.data.sensors) {
       const shown = await page.locator(`.latest-item[data-sensor-id="${sensor.id}"] .latest-value`).innerText()
       const value = sensor.value ?? NaN
@@ -271,6 +272,7 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     await mine.goto(`${base}/explorer/devices/${kitchen?.id}`)
     await mine.getByRole('heading', { name: 'Kitchen sill' }).waitFor()
     t.equal(await mine.locator('.badge-private').count(), 1, 'the owner sees their private device, marked private')
+    t.equal(await mine.getByRole('link', { name: 'Manage this device' }).count(), 1, 'with a way to manage it')
 
     // A signed-out visitor: not on the map, not in a search, and its page says so.
     const stranger = await newContext()

@@ -8,6 +8,9 @@ import type { User } from '../types.js'
 async function signIn (username: string, password: string): Promise<void> {
   const { access_token: token } = await api<{ access_token: string }>('/sessions', { method: 'POST', body: { username, password }, auth: false })
   setSession({ token, username })
+  // Signed in with the e-mail address, the name shown is still the username.
+  const me = await api<User>('/me')
+  setSession({ token, username: me.username })
 }
 
 /** Where to go after signing in: back where the person came from, or their devices. */

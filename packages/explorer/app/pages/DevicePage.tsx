@@ -129,6 +129,7 @@ export function DevicePage ({ id }: { id: number }) {
           </p>
           {device.description !== null && device.description !== '' && <p class='description'>{device.description}</p>}
           <p class='muted small'>Last reading <Time iso={device.last_reading_at} relative /> · times shown in {timeZone}</p>
+          {session()?.username === device.owner?.username && <p><Link to='/my/devices' class='button'>Manage this device</Link></p>}
         </div>
       </header>
 
