@@ -33,7 +33,7 @@ const CITIES: [string, number, number, string][] = [
 ]
 
 export interface ExplorerWorld {
-  adminToken: string
+  ownerToken: string
   /** the kit with a year of hourly readings */
   showcase: { id: number, name: string, city: string, from: string, to: string, gap: { from: string, to: string } }
   devices: { id: number, name: string, city: string }[]
@@ -70,10 +70,10 @@ export function kitValue (sensor: typeof KIT_SENSORS[number], ms: number): numbe
  * readings (the last reading is at most an hour old, so the kit is online).
  */
 export async function makeExplorerWorld (base: string, owner: { username: string, password: string }, options: { now?: number, days?: number } = {}): Promise<ExplorerWorld> {
-  const adminToken = await logInAs(base, owner.username, owner.password)
+  const ownerToken = await logInAs(base, owner.username, owner.password)
   const devices: ExplorerWorld['devices'] = []
   for (const [city, latitude, longitude, name] of CITIES) {
-    const created = await call<{ id: number }>(base, adminToken, 'POST', '/devices', { name, exposure: devices.length % 4 === 3 ? 'indoor' : 'outdoor', latitude, longitude, description: `A citizen's kit in ${city}` })
+    const created = await call<{ id: number }>(base, ownerToken, 'POST', '/devices', { name, exposure: devices.length % 4 === 3 ? 'indoor' : 'outdoor', latitude, longitude, description: `A citizen's kit in ${city}` })
     devices.push({ id: created.id, name, city })
   }
   const now = options.now ?? Date.now()
@@ -86,7 +86,7 @@ export async function makeExplorerWorld (base: string, owner: { username: string
   const showcase = devices[0]
   if (showcase === undefined) throw new Error('no devices made')
   const post = async (deviceId: number, times: number[]): Promise<void> => {
-    await call(base, adminToken, 'POST', `/devices/${deviceId}/readings`, {
+    await call(base, ownerToken, 'POST', `/devices/${deviceId}/readings`, {
       data: times.map((at) => ({ recorded_at: new Date(at).toISOString(), sensors: KIT_SENSORS.map((s) => ({ id: s.id, value: kitValue(s, at) })) }))
     })
   }
@@ -99,7 +99,7 @@ export async function makeExplorerWorld (base: string, owner: { username: string
     await post(device.id, [i % 3 === 0 ? now - (3 + i) * 24 * hour : now - 60_000])
   }
   return {
-    adminToken,
+    ownerToken,
     showcase: { ...showcase, from: new Date(start).toISOString(), to: new Date(end).toISOString(), gap: { from: new Date(gapFrom).toISOString(), to: new Date(gapTo).toISOString() } },
     devices
   }

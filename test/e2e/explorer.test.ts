@@ -4,7 +4,7 @@ import path from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
-import { makeExplorerWorld } from '../helpers/explorer-world.js'
+import { makeExplorerWorld } from '../../scripts/demo-world.js'
 import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
@@ -75,7 +75,7 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
 
   const world = await makeExplorerWorld(base, ADMIN)
   const showcase = world.showcase
-  const admin = { authorization: `Bearer ${world.adminToken}`, 'content-type': 'application/json' }
+  const admin = { authorization: `Bearer ${world.ownerToken}`, 'content-type': 'application/json' }
 
   const shots = process.env.ESP_EXPLORER_SCREENSHOTS ?? mkdtempSync(path.join(tmpdir(), 'esp-explorer-'))
   mkdirSync(shots, { recursive: true })
