@@ -1,6 +1,5 @@
-import { ingestReadings, ReadingsWriter, rollupFunctions } from '@esp/domain'
-import { loadEngine, postgresRunner } from '@esp/db'
-import { makeDevices, type BenchPlatform } from './setup.js'
+import { rollupFunctions } from '@esp/domain'
+import { makeDevices, type BenchPlatform, writeReadings } from './setup.js'
 import { drain, httpGet, percentile, progress, round, timeRuns } from './stats.js'
 
 export interface RollupFigure { rollup: string, range: string, fn: string, p50: number, p95: number }
@@ -31,24 +30,11 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
   const end = Date.UTC(2026, 10, 1)
   const start = end - days * 24 * 60 * MINUTE
   const total = days * 24 * 60
-  const engine = await loadEngine(postgresRunner(p.database.sql))
-  const ctx = { database: p.database, writer: new ReadingsWriter(p.database, engine), now: () => new Date(end + MINUTE), limits: { maxValues: 1_000_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
   progress(`rollups: loading ${total} timestamps of ${SENSORS.length} sensors`)
-  const t0 = performance.now()
-  const batch = 20_000
-  for (let i = 0; i < total; i += batch) {
-    const data = Array.from({ length: Math.min(batch, total - i) }, (_, k) => ({
-      recorded_at: new Date(start + (i + k) * MINUTE).toISOString(),
-      sensors: SENSORS.map((id) => ({ id, value: id === 58 ? 101325 + 50 * Math.sin((i + k) / 1440) + ((i + k) % 7) * 0.01 : id + ((i + k) % 100) / 10 }))
-    }))
-    await ingestReadings(ctx, { id: device, kitId: 26, ownerId: p.userId, isPrivate: false, forwardingToken: null }, data)
-  }
-  const loadSeconds = (performance.now() - t0) / 1000
-  // As autovacuum would by then: statistics and the visibility map that index-only scans use, and
-  // the native tiers' dead versions gone (every batch of the load updated their rows again).
-  await p.database.sql.unsafe(engine.name === 'native' ? 'vacuum analyze readings, readings_hourly, readings_daily' : 'vacuum analyze readings')
-  // The load's dirty pages written out now rather than by the checkpointer while the clock runs.
-  await p.database.sql`checkpoint`
+  const loadSeconds = await writeReadings(p, device, total, new Date(end + MINUTE), (i) => ({
+    recorded_at: new Date(start + i * MINUTE).toISOString(),
+    sensors: SENSORS.map((id) => ({ id, value: id === 58 ? 101325 + 50 * Math.sin(i / 1440) + (i % 7) * 0.01 : id + (i % 100) / 10 }))
+  }))
 
   const runs = quick ? 10 : 60
   const get = async (query: string): Promise<void> => { await drain(await httpGet(`${p.base}/v0/devices/${device}/readings?sensor_id=58&${query}`)) }

@@ -1,11 +1,12 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|reads|worldmap|export|soak|fuzz] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|reads|worldmap|explorer|export|soak|fuzz] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { benchExplorer, type ExplorerFigures } from './explorer.js'
 import { benchExport, type ExportFigures } from './export.js'
 import { benchIngest, type IngestFigures } from './ingest.js'
 import { benchMqtt, type MqttFigures } from './mqtt.js'
@@ -24,7 +25,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, reads?: ReadFigures, worldMap?: WorldMapFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, reads?: ReadFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -37,6 +38,7 @@ try {
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
   if (wanted('reads')) results.reads = await benchReads(platform, quick)
   if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
+  if (wanted('explorer')) results.explorer = await benchExplorer(platform, quick)
   if (wanted('soak')) results.soak = await benchSoak(platform, quick)
   if (wanted('fuzz')) results.fuzz = await benchFuzz(platform, quick)
 } finally {
@@ -119,6 +121,29 @@ if (results.worldMap !== undefined) {
     `| compressed size | gzip ${w.gzipBytes} bytes, br ${w.brBytes} bytes | JSON ${w.jsonBytes} bytes | ${round(w.gzipBytes / w.jsonBytes)} | <= 1 MB | ${meets(w.gzipBytes <= 1_000_000)} |`,
     `| the contract's fields only (every other field moved elsewhere), gzip | ${w.contractOnlyGzipBytes} bytes | the map's gzip ${w.gzipBytes} bytes | ${round(w.contractOnlyGzipBytes / w.gzipBytes)} | <= 1 MB | ${meets(w.contractOnlyGzipBytes <= 1_000_000)} |`,
     `| first request after a change (rebuild) | ${w.rebuildMs} ms | | | | |`, '')
+}
+if (results.explorer !== undefined) {
+  const x = results.explorer
+  const d = x.device
+  // --quick sizes say nothing of the targets.
+  const check = (ok: boolean): string => quick ? 'not checked (--quick)' : meets(ok)
+  const kb = (bytes: number): string => `${round(bytes / 1000, 1)} KB`
+  const timed = (what: string, t: { p50: number, max: number, ratioToBaseline: number }, target: number): string =>
+    `| ${what}, p50 (max) | ${t.p50} ms (${t.max} ms) | GET /health/live loaded, p50 ${x.baseline.p50} ms | ${t.ratioToBaseline} | p50 <= ${target} ms | ${check(t.p50 <= target)} |`
+  const profile = (entries: Record<string, number>): string => Object.entries(entries).map(([k, v]) => `${k} ${v}`).join(', ')
+  lines.push('## Explorer (case 7)', '',
+    `${x.browser} (headless, ${x.runs} runs after one warm-up, each in a fresh context: a cold cache), viewport 1280×4200 so that every chart of a device is in view; times are the page's own performance marks, ms from navigation start. ` +
+    `The map: ${x.devices} public devices with 12 latest values (the panel counted ${x.shownDevices.toLocaleString('en-US')}). The device: a kit of ${d.sensors} sensors with ${d.days} days of 10-minute readings up to the current hour (${d.values} readings, written through the write path at ${d.loadValuesPerSecond} readings/s); ` +
+    `the year draws ${d.year.points} buckets of ${d.year.rollup} a chart, the month ${d.month.points} of ${d.month.rollup}.`, '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| first load, bytes received: the document, and the ${x.firstLoad.files.length - 1} scripts and stylesheets asked for before the map is ready | ${kb(x.firstLoad.bytes)} (document ${x.firstLoad.document}, scripts ${x.firstLoad.scripts}, stylesheets ${x.firstLoad.stylesheets} bytes) | | | <= 250 KB | ${check(x.firstLoad.bytes <= 250_000)} |`,
+    `| beside it, for information: the countries asset, and GET /v0/devices/world_map | ${kb(x.countriesBytes)}, ${kb(x.worldMapBytes)} | | | | |`,
+    timed(`the map of ${x.devices} devices interactive (esp:map-ready)`, x.map, 1500),
+    timed(`the device page, last year: ${d.sensors} charts drawn (esp:charts-drawn)`, d.year, 1000),
+    timed(`the device page, last month: ${d.sensors} charts drawn (esp:charts-drawn)`, d.month, 1000), '',
+    `Every run (ms): map ${x.map.runs.join(', ')}; year ${d.year.runs.join(', ')}; month ${d.month.runs.join(', ')}; baseline ${x.baseline.runs.join(', ')}. ` +
+    `Where the time of the median run goes (ms from navigation start): map: ${profile(x.profile.map)}; year: ${profile(x.profile.year)}; month: ${profile(x.profile.month)}. ` +
+    `Encodings (Accept-Encoding asked, Content-Encoding got): ${x.firstLoad.encodings.join('; ')}.`, '')
 }
 if (results.export !== undefined) {
   const e = results.export

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { apiService } from '@esp/api'
-import { binaryReadings, ChangeFeed, createDatabase, type Database, dropDatabase, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
-import { systemClock } from '@esp/domain'
+import { binaryReadings, ChangeFeed, createDatabase, type Database, dropDatabase, loadEngine, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
+import { ingestReadings, ReadingsWriter, systemClock } from '@esp/domain'
+import { ensureExplorerBuilt, explorerDist } from '@esp/explorer'
 import { buildServer } from '@esp/http'
 import { exporterService } from '@esp/exporter'
 import { ingestService } from '@esp/ingest'
@@ -67,7 +68,9 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
     // traffic from one address far above the platform's default of 90 a minute.
     rateLimit: { perMinute: 100_000_000 }
   })
-  await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x' })
+  // The explorer as `pnpm start` serves it (case 7 loads it in a browser); built only when its sources changed.
+  if (await ensureExplorerBuilt()) progress('built the explorer')
+  await app.register(apiService, { database, dataDir: dir ?? tmpdir(), accessTokenTtlSeconds: 86_400, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024 * 1024, uploadSecret: 'x', explorer: { dir: explorerDist } })
   await app.register(ingestService, { database, maxValues: 1_000_000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })
   // All three services, as `pnpm start` runs them: case 6 reads this process's memory.
   await app.register(exporterService, { database, dataDir: dir ?? tmpdir(), mailFrom: 'bench <bench@localhost>', schedules: false })
@@ -111,4 +114,30 @@ export async function makeDevices (database: Database, ownerId: number, count: n
   const rows = await database.sql<{ id: number }[]>`
     insert into devices (owner_id, name, kit_id) select ${ownerId}, 'bench ' || g, 26 from generate_series(1, ${count}) g returning id`
   return rows.map((r) => r.id)
+}
+
+/** One timestamp of a device's readings, as a kit posts it. */
+export interface TimedReadings { recorded_at: string, sensors: { id: number, value: number }[] }
+
+/**
+ * `count` timestamps of a public kit's readings (`item(i)` makes the i-th) written through the write
+ * path in batches, so that the rollup tiers fill as in use, then settled as autovacuum and the
+ * checkpointer would by the time anyone reads them. Returns the seconds the writing took.
+ */
+export async function writeReadings (p: BenchPlatform, device: number, count: number, now: Date, item: (i: number) => TimedReadings): Promise<number> {
+  const engine = await loadEngine(postgresRunner(p.database.sql))
+  const ctx = { database: p.database, writer: new ReadingsWriter(p.database, engine), now: () => now, limits: { maxValues: 1_000_000, maxFutureMs: 86_400_000, minTime: new Date(0) } }
+  const t0 = performance.now()
+  const batch = 20_000
+  for (let i = 0; i < count; i += batch) {
+    const data = Array.from({ length: Math.min(batch, count - i) }, (_, k) => item(i + k))
+    await ingestReadings(ctx, { id: device, kitId: 26, ownerId: p.userId, isPrivate: false, forwardingToken: null }, data)
+  }
+  const seconds = (performance.now() - t0) / 1000
+  // As autovacuum would by then: statistics and the visibility map that index-only scans use, and
+  // the native tiers' dead versions gone (every batch of the load updated their rows again).
+  await p.database.sql.unsafe(engine.name === 'native' ? 'vacuum analyze readings, readings_hourly, readings_daily' : 'vacuum analyze readings')
+  // The load's dirty pages written out now rather than by the checkpointer while the clock runs.
+  await p.database.sql`checkpoint`
+  return seconds
 }

@@ -35,25 +35,33 @@ async function getRaw (url: string, headers: Record<string, string>): Promise<{ 
   })
 }
 
-/** The world-map device's fields as the contract lists them. */
-const CONTRACT_FIELDS = ['id', 'name', 'description', 'owner_id', 'owner_username', 'latitude', 'longitude', 'city', 'country_code', 'kit_id', 'state', 'system_tags', 'exposure', 'added_at', 'data']
-
 /**
- * Case 4, world map: N located devices with 12 latest values each (seeded in SQL: the map reads
- * them, how they were written does not matter here), with the two and one decimals sensors report. p50 of the gzip map in steady state, next to
- * the p50 of the liveness route on the same server; the rebuild after a device changes; sizes.
+ * `count` located public devices with 12 latest values each, the two and one decimals sensors
+ * report, seeded in SQL (the map reads them, how they were written does not matter here); numbered
+ * from `first`, so that a later call adds others at other places.
  */
-export async function benchWorldMap (p: BenchPlatform, quick: boolean): Promise<WorldMapFigures> {
-  const devices = quick ? 200 : 10_000
-  progress(`world map: seeding ${devices} devices`)
+export async function seedMapDevices (p: BenchPlatform, count: number, first = 1): Promise<void> {
   await p.database.sql`
     with made as (
       insert into devices (owner_id, name, description, kit_id, latitude, longitude, exposure, state, city, country_code, last_reading_at)
       select ${p.userId}, 'map ' || g, 'a bench device', 26, -60 + (g * 7919 % 12000) / 100.0, -179 + (g * 104729 % 35800) / 100.0,
              case when g % 3 = 0 then 'indoor' else 'outdoor' end, 'has_published', 'Somewhere', 'ES', now() - (g % 120) * interval '1 minute'
-      from generate_series(1, ${devices}) g returning id)
+      from generate_series(${first}::int, ${first + count - 1}::int) g returning id)
     insert into latest_readings (device_id, sensor_id, recorded_at, value, raw_value)
     select made.id, s, now(), round((random() * 100)::numeric, 2), round((random() * 1000)::numeric, 1) from made, unnest(array[10,14,53,55,56,58,87,88,89,112,113,114]) s`
+}
+
+/** The world-map device's fields as the contract lists them. */
+const CONTRACT_FIELDS = ['id', 'name', 'description', 'owner_id', 'owner_username', 'latitude', 'longitude', 'city', 'country_code', 'kit_id', 'state', 'system_tags', 'exposure', 'added_at', 'data']
+
+/**
+ * Case 4, world map: N located devices with 12 latest values each (seedMapDevices). p50 of the gzip map in steady state, next to
+ * the p50 of the liveness route on the same server; the rebuild after a device changes; sizes.
+ */
+export async function benchWorldMap (p: BenchPlatform, quick: boolean): Promise<WorldMapFigures> {
+  const devices = quick ? 200 : 10_000
+  progress(`world map: seeding ${devices} devices`)
+  await seedMapDevices(p, devices)
   const url = `${p.base}/v0/devices/world_map`
   const gz = { 'accept-encoding': 'gzip, deflate, br;q=0' }
   const t0 = performance.now()
