@@ -13,7 +13,14 @@ export interface RollupFigures {
   raw1dP50: number
   http1dAvgP50: number
   speedup1d: number
+  /** 1d avg over the year on a zone's wall clock, timed alternately with the same request in UTC */
+  zoned: { zone: string, p50: number, p95: number, utcP50: number, ratioToUtc: number, source: string }[]
+  /** the 12 sensors at 1h over the month: one request (sensor_ids=all) against 12 one after another */
+  severalSensors: { sensors: number, oneRequestP50: number, separateP50: number, ratio: number }
 }
+
+/** Madrid's days come from the hourly tier; Kolkata's (UTC+5:30) from raw rows. */
+const ZONES = [{ zone: 'Europe/Madrid', source: 'hourly tier' }, { zone: 'Asia/Kolkata', source: 'raw rows' }]
 
 const MINUTE = 60_000
 // A kit's sensors (clients.md §1.3.1); 58 (pressure, values near 101325) is the one queried.
@@ -57,7 +64,41 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
   })
   const raw1dP50 = percentile(rawTimes, 50)
   const http1dAvgP50 = queries.find((q) => q.rollup === '1d' && q.fn === 'avg')?.p50 ?? NaN
+  const zoned: RollupFigures['zoned'] = []
+  for (const { zone, source } of ZONES) {
+    // Alternating, so that both see the same machine: UTC, then the zone, run after run.
+    const utcTimes: number[] = []
+    const zoneTimes: number[] = []
+    const year = `rollup=1d&function=avg&from=${yearFrom}&to=${to}`
+    for (let i = 0; i < (quick ? 10 : 60) + 10; i++) {
+      for (const [times, query] of [[utcTimes, year], [zoneTimes, `${year}&timezone=${zone}`]] as const) {
+        const started = performance.now()
+        await get(query)
+        if (i >= 10) times.push(performance.now() - started)
+      }
+    }
+    const utcP50 = percentile(utcTimes, 50)
+    const p50 = percentile(zoneTimes, 50)
+    zoned.push({ zone, source, p50: round(p50), p95: round(percentile(zoneTimes, 95)), utcP50: round(utcP50), ratioToUtc: round(p50 / utcP50) })
+    progress(`rollups: 1d in ${zone} done`)
+  }
+  // Several sensors: one request for all 12 against the 12 requests one after another, alternately.
+  const month = `rollup=1h&function=avg&from=${monthFrom}&to=${to}`
+  const oneTimes: number[] = []
+  const separateTimes: number[] = []
+  for (let i = 0; i < (quick ? 5 : 30) + 5; i++) {
+    let started = performance.now()
+    await drain(await httpGet(`${p.base}/v0/devices/${device}/readings?sensor_ids=all&${month}`))
+    if (i >= 5) oneTimes.push(performance.now() - started)
+    started = performance.now()
+    for (const sensor of SENSORS) await drain(await httpGet(`${p.base}/v0/devices/${device}/readings?sensor_id=${sensor}&${month}`))
+    if (i >= 5) separateTimes.push(performance.now() - started)
+  }
+  const oneRequestP50 = percentile(oneTimes, 50)
+  const separateP50 = percentile(separateTimes, 50)
+  progress('rollups: several sensors done')
   return {
+    severalSensors: { sensors: SENSORS.length, oneRequestP50: round(oneRequestP50), separateP50: round(separateP50), ratio: round(oneRequestP50 / separateP50) },
     sensors: SENSORS.length,
     days,
     values: total * SENSORS.length,
@@ -65,6 +106,7 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
     queries,
     raw1dP50: round(raw1dP50),
     http1dAvgP50,
-    speedup1d: round(raw1dP50 / http1dAvgP50, 1)
+    speedup1d: round(raw1dP50 / http1dAvgP50, 1),
+    zoned
   }
 }

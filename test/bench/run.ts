@@ -93,6 +93,13 @@ if (results.rollups !== undefined) {
     `| 1d over the year, p50 <= 3 ms | ${r.http1dAvgP50} ms (avg) | ${meets(r.http1dAvgP50 <= 3)} |`,
     `| any rollup over a month, p95 <= 20 ms | worst ${worstP95} ms | ${meets(worstP95 <= 20)} |`,
     `| >= 50x over the same aggregation in SQL over raw rows | ${r.speedup1d}x (raw ${r.raw1dP50} ms p50) | ${meets(r.speedup1d >= 50)} |`, '')
+  lines.push('Local days (`timezone`): 1d avg over the year, each run alternating with the same request in UTC.', '',
+    '| timezone | served from | p50 / p95 ms | UTC p50 ms | ratio | target | met |', '|---|---|---|---|---|---|---|',
+    ...r.zoned.map((z) => `| ${z.zone} | ${z.source} | ${z.p50} / ${z.p95} | ${z.utcP50} | ${z.ratioToUtc} | ${z.zone === 'Europe/Madrid' ? '<= 2x UTC' : ''} | ${z.zone === 'Europe/Madrid' ? meets(z.ratioToUtc <= 2) : ''} |`), '')
+  const m = r.severalSensors
+  lines.push(`Several sensors: the ${m.sensors} sensors at 1h over the month in one request (\`sensor_ids=all\`), alternating with the ${m.sensors} one-sensor requests one after another.`, '',
+    '| request | p50 ms | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| one request, ${m.sensors} series | ${m.oneRequestP50} | ${m.sensors} requests one after another, p50 ${m.separateP50} ms | ${m.ratio} | < 1 | ${meets(m.ratio < 1)} |`, '')
 }
 if (results.reads !== undefined) {
   const r = results.reads

@@ -127,3 +127,74 @@ t.test('readings of a private device: owner and admins only', async (t) => {
   }
   t.equal((await harness.app.inject({ url: '/v0/devices/abc/readings?sensor_id=55&rollup=1d' })).statusCode, 404)
 })
+
+t.test('timezone: days from local midnight, the same readings in other buckets; an unknown zone is a 400 naming it', async (t) => {
+  const { app, device } = await seeded(t)
+  const base = `/v0/devices/${device}/readings?sensor_id=56&function=count&from=2026-11-19T12:00:00Z&to=2026-11-22T12:00:00Z`
+  const madrid = (await app.inject({ url: `${base}&rollup=1d&timezone=Europe/Madrid` })).json()
+  t.same(madrid.readings, [['2026-11-21T23:00:00Z', 6], ['2026-11-20T23:00:00Z', 144], ['2026-11-19T23:00:00Z', 138]],
+    'Madrid days start at 23:00 UTC in November, the times stay UTC')
+  const newYork = (await app.inject({ url: `${base}&rollup=1d&timezone=America/New_York&all_intervals=true` })).json()
+  t.same(newYork.readings.map((r: [string, number | null]) => r[0]), ['2026-11-22T05:00:00Z', '2026-11-21T05:00:00Z', '2026-11-20T05:00:00Z', '2026-11-19T05:00:00Z'], 'every local day of the range')
+  t.equal(newYork.readings.reduce((sum: number, r: [string, number | null]) => sum + (r[1] ?? 0), 0), 288, 'the same readings, counted once')
+  const kolkata = (await app.inject({ url: `${base}&rollup=1d&timezone=Asia/Kolkata` })).json()
+  t.same(kolkata.readings, [['2026-11-21T18:30:00Z', 33], ['2026-11-20T18:30:00Z', 144], ['2026-11-19T18:30:00Z', 111]], 'half-hour offsets, from raw rows')
+  const utc = (await app.inject({ url: `${base}&rollup=1d&timezone=UTC` })).json()
+  t.same(utc.readings, (await app.inject({ url: `${base}&rollup=1d` })).json().readings, 'UTC is the default')
+
+  const unknown = await app.inject({ url: `${base}&rollup=1d&timezone=Europe/Atlantis` })
+  t.equal(unknown.statusCode, 400)
+  t.match(unknown.json(), { id: 'bad_request', message: /timezone Europe\/Atlantis is not a known IANA time zone/, errors: { timezone: ['is not a known time zone'] } })
+})
+
+t.test('coverage: each bucket carries its number of readings, 0 for an empty one', async (t) => {
+  const { app, device } = await seeded(t)
+  const url = `/v0/devices/${device}/readings?sensor_id=55&rollup=1d&from=2026-11-19&to=2026-11-21T23:59:59Z&all_intervals=true`
+  const plain = (await app.inject({ url })).json()
+  const covered = (await app.inject({ url: `${url}&coverage=true` })).json()
+  t.same(plain.readings, [['2026-11-21T00:00:00Z', 22.5], ['2026-11-20T00:00:00Z', 22.5], ['2026-11-19T00:00:00Z', null]], 'without it, pairs as ever')
+  t.same(covered.readings, [['2026-11-21T00:00:00Z', 22.5, 144], ['2026-11-20T00:00:00Z', 22.5, 144], ['2026-11-19T00:00:00Z', null, 0]])
+  const hours = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1h&from=2026-11-20T00:30:00Z&to=2026-11-20T02:00:00Z&coverage=true` })).json()
+  t.same(hours.readings.map((r: number[]) => r[2]), [1, 6, 3], 'a bucket the range cuts counts what the range holds')
+  const raw = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=0s&from=2026-11-21T23:40:00Z&to=2026-11-22T00:00:00Z&coverage=true` })).json()
+  t.same(raw.readings, [['2026-11-21T23:50:00Z', 25, 1], ['2026-11-21T23:40:00Z', 24, 1]], 'raw readings: one each')
+})
+
+t.test('several sensors in one request: one series each, on the same buckets, each as its own request answers', async (t) => {
+  const { app, device, owner } = await seeded(t)
+  // Humidity (56) also on the 22nd, temperature (55) not: the series still share their buckets.
+  const more = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: bearer(owner.token), payload: { data: [{ recorded_at: '2026-11-22T06:00:00Z', sensors: [{ id: 56, value: 70 }] }] } })
+  t.equal(more.statusCode, 200)
+  const range = 'rollup=1d&from=2026-11-19T00:00:00Z&to=2026-11-22T12:00:00Z'
+  const both = await app.inject({ url: `/v0/devices/${device}/readings?sensor_ids=55,56&${range}` })
+  t.equal(both.statusCode, 200)
+  const body = both.json()
+  t.same(Object.keys(body), ['device_id', 'rollup', 'function', 'from', 'to', 'sensors'])
+  t.same(body.sensors.map((s: { sensor_id: number, sensor_key: string }) => [s.sensor_id, s.sensor_key]), [[55, 't'], [56, 'h']])
+  const [temperature, humidity] = body.sensors
+  t.same(temperature.readings, [['2026-11-22T00:00:00Z', null], ['2026-11-21T00:00:00Z', 22.5], ['2026-11-20T00:00:00Z', 22.5]], 'null where this sensor has no readings and another has')
+  t.same(humidity.readings.map((r: unknown[]) => r[0]), temperature.readings.map((r: unknown[]) => r[0]), 'the same bucket times')
+  for (const series of body.sensors) {
+    const alone = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=${series.sensor_id}&${range}` })).json()
+    t.same(series.readings.filter((r: unknown[]) => r[1] !== null), alone.readings, `sensor ${series.sensor_id}: the values of its own request`)
+    t.equal(series.sample_size, alone.sample_size)
+  }
+  const byKey = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_keys=t,h&${range}` })).json()
+  t.same(byKey.sensors, body.sensors, 'by key, the same')
+  const all = (await app.inject({ url: `/v0/devices/${device}/readings?sensor_ids=all&${range}&coverage=true&timezone=Europe/Madrid` })).json()
+  t.ok(all.sensors.length >= 2, `all of the device's sensors (${all.sensors.length})`)
+  t.ok(all.sensors.every((s: { readings: unknown[][] }) => s.readings.every((r) => r.length === 3)), 'with coverage and a zone as for one sensor')
+
+  for (const [query, status, field] of [
+    ['sensor_ids=55,x', 400, 'sensor_ids'],
+    [`sensor_ids=${Array.from({ length: 65 }, (_, i) => i + 1).join(',')}`, 400, 'sensor_ids'],
+    ['sensor_ids=55,999999', 404, null],
+    ['sensor_keys=t,nope', 404, null]
+  ] as const) {
+    const res = await app.inject({ url: `/v0/devices/${device}/readings?${query}&${range}` })
+    t.equal(res.statusCode, status, query.slice(0, 40))
+    if (field !== null) t.ok(Object.keys(res.json().errors ?? {}).includes(field), `names ${field}`)
+  }
+  const missing = await app.inject({ url: `/v0/devices/${device}/readings?rollup=1d` })
+  t.equal(missing.statusCode, 400, 'no sensor at all is still a 400')
+})

@@ -1,4 +1,4 @@
-import { pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
+import { pgArrayLiteral, pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
 import { type AggregateState, stateOf } from './states.js'
 import { COPY_BINARY_HEADER, timestampMsAt } from '../copy-binary.js'
 
@@ -44,6 +44,7 @@ export class BucketStates {
   }
 
   bucket (i: number): number { return this.data[i * FIELDS + FIELD.bucket] as number }
+  setBucket (i: number, bucket: number): void { this.data[i * FIELDS + FIELD.bucket] = bucket }
   count (i: number): number { return this.data[i * FIELDS + FIELD.count] as number }
 
   /** Copies bucket `i`'s state into `into` (no object is made), and returns it. */
@@ -170,6 +171,48 @@ export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { 
     from ${tier.table} as tier
     where device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4`, [q.deviceId, q.sensorId, q.from, q.until])
   return unpack(row?.states, parts)
+}
+
+/** A tier's states merged per group of rows: the sums summed, the extremes of the extremes, the first of the firsts. */
+const GROUPED_TIER_SQL: StateSql = {
+  count: 'sum(count)::float8',
+  // Chan's formula over the group: the M2s plus each row's squared distance to the group's mean.
+  meanM2: ['sum(count * mean) / nullif(sum(count), 0)', 'sum(m2 + count * (mean - group_mean) * (mean - group_mean))'],
+  sum: 'sum(sum)',
+  min: 'min(min)',
+  max: 'max(max)',
+  first: ['(extract(epoch from min(first_at)) * 1000)::float8', '(array_agg(first_val order by first_at nulls last))[1]'],
+  last: ['(extract(epoch from max(last_at)) * 1000)::float8', '(array_agg(last_val order by last_at desc nulls last))[1]']
+}
+
+/**
+ * A tier's states merged in PostgreSQL into the buckets between `bounds` (ascending instants: each
+ * bucket's start, then the last one's end), in bucket order, each state's bucket its start. For
+ * buckets the tier's do not fit as whole numbers (a time zone's days from UTC hours): a year of
+ * local days comes back as 366 states rather than 8,760, and no row's time is converted.
+ */
+export async function tierStatesIn (runner: Runner, tier: Tier, q: StateQuery & { fn?: string, bounds: readonly number[] }): Promise<BucketStates> {
+  const parts = partsFor(q.fn)
+  const columns = stateExpressions(GROUPED_TIER_SQL, parts)
+  const names = columns.map((_, i) => `c${i}`)
+  const groupMean = parts.includes('meanM2')
+    ? ', sum(tier.count * tier.mean) over (partition by width_bucket(tier.bucket, $5::timestamptz[])) / nullif(sum(tier.count) over (partition by width_bucket(tier.bucket, $5::timestamptz[])), 0) as group_mean'
+    : ''
+  const [row] = await runner.query<{ states: Uint8Array | null }>(`
+    select string_agg(${packed(['s.b::float8', ...names])}, ''::bytea order by s.b) as states
+    from (
+      select grouped.b, ${columns.map((e, i) => `${e} as ${names[i] ?? ''}`).join(', ')}
+      from (
+        select width_bucket(tier.bucket, $5::timestamptz[]) as b, tier.*${groupMean}
+        from ${tier.table} as tier
+        where device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4
+      ) as grouped
+      group by grouped.b
+    ) as s`, [q.deviceId, q.sensorId, q.from, q.until, pgArrayLiteral(q.bounds.map((ms) => new Date(ms)))])
+  // Each state's bucket is its group's index (1 for the first bucket): its start is that bound.
+  const states = unpack(row?.states, parts)
+  for (let i = 0; i < states.length; i++) states.setBucket(i, q.bounds[states.bucket(i) - 1] as number)
+  return states
 }
 
 /** States computed from raw rows, grouped by `date_bin(interval, recorded_at, origin)`, in bucket order. */

@@ -1,11 +1,13 @@
-import { addValue, BucketStates, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, TIERS } from '@esp/db'
+import { addValue, BucketStates, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, tierStatesIn, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, type Segment } from './planner.js'
 import { RollupSeries } from './rollup-series.js'
-import { bucketStartMs, bucketStartsBetween, countBuckets, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { bucketStartMs, bucketStartsBetween, countBuckets, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
+import { recordId } from '../validation/record-id.js'
+import { parseTimeZone } from './zone.js'
 
 export interface HistoryParams {
   sensor_id?: string | undefined
@@ -15,6 +17,13 @@ export interface HistoryParams {
   from?: string | undefined
   to?: string | undefined
   all_intervals?: string | undefined
+  /** an IANA zone whose wall clock hours, days, weeks, months and years follow (default UTC) */
+  timezone?: string | undefined
+  /** `true`: each bucket also carries the number of readings in it */
+  coverage?: string | undefined
+  /** several sensors, one series each: ids separated by commas, or `all` */
+  sensor_ids?: string | undefined
+  sensor_keys?: string | undefined
 }
 
 /** Queries run through a Runner, so the same code serves postgres.js and PGlite (TimescaleDB) alike. */
@@ -73,7 +82,24 @@ function splitRaw (segment: Segment): Segment[] {
 
 /** Without `from`, the window is the six weeks before `to` (behaviour.md §7). */
 export const DEFAULT_WINDOW_MS = 6 * 7 * 24 * 3600 * 1000
+const HOUR_MS = 3_600_000
 const HOUR = { interval: '1 hour', origin: '1970-01-01T00:00:00.000Z' }
+
+/**
+ * The bucket of each of a run of ascending instants. In a zone a bucket's bounds are worked out
+ * once and the instants inside it compared with them, rather than each converted to wall time.
+ */
+function bucketKeyer (rollup: Rollup): (t: number) => number {
+  if (rollup.zone === undefined) return (t) => bucketStartMs(t, rollup)
+  let start = Infinity
+  let end = -Infinity
+  return (t) => {
+    if (t >= start && t < end) return start
+    start = bucketStartMs(t, rollup)
+    end = nextBucket(new Date(start), rollup).getTime()
+    return start
+  }
+}
 
 const tooManyBuckets = (count: number, rollup: string, max: number): ApiError => errors.badRequest(
   `This request spans ${count} buckets of ${rollup}; at most ${max} are answered at once. Use a larger rollup or a shorter from/to range.`,
@@ -146,16 +172,23 @@ async function inOrderOfPrecedence<A, B> (first: Promise<A>, second: Promise<B>)
   return [a.value, b.value]
 }
 
-async function answerHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoryResult> {
-  const missing = [params.rollup === undefined || params.rollup.trim() === '' ? 'rollup' : null,
-    (params.sensor_id ?? '') === '' && (params.sensor_key ?? '') === '' ? 'sensor_key OR sensor_id' : null].filter((m): m is string => m !== null)
+interface HistoryRequest { rollup: Rollup, fn: RollupFunction, from: Date, to: Date }
+
+/** What every form of the request shares: rollup (on its zone's clock), function and range. */
+function historyRequest (ctx: HistoryContext, params: HistoryParams, sensorsMissing: boolean, sensorsName: string): HistoryRequest {
+  const missing = [params.rollup === undefined || params.rollup.trim() === '' ? 'rollup' : null, sensorsMissing ? sensorsName : null].filter((m): m is string => m !== null)
   if (missing.length > 0) throw errors.parameterMissing(missing)
-  const rollup: Rollup = parseRollup(params.rollup)
+  const rollup: Rollup = inZone(parseRollup(params.rollup), parseTimeZone(params.timezone))
   const fn = params.function === undefined || params.function === '' ? 'avg' : params.function
   if (!isRollupFunction(fn)) throw errors.badRequest(`function must be one of ${rollupFunctions.join(', ')}`, { function: ['is not included in the list'] })
   const to = parseTimeParam('to', params.to) ?? ctx.now()
   const from = parseTimeParam('from', params.from) ?? new Date(to.getTime() - DEFAULT_WINDOW_MS)
   if (from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
+  return { rollup, fn, from, to }
+}
+
+async function answerHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoryResult> {
+  const { rollup, fn, from, to } = historyRequest(ctx, params, (params.sensor_id ?? '') === '' && (params.sensor_key ?? '') === '', 'sensor_key OR sensor_id')
   const runner = ctx.runner
   const askedId = parseSensorIdParam(params.sensor_id)
   const sensor = resolveSensor(runner, deviceId, askedId, askedId !== null ? null : (params.sensor_key ?? '').trim())
@@ -177,12 +210,104 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
   }
 }
 
+/** Several sensors of a device in one answer: one series each, on the same buckets. */
+export interface HistoriesResult {
+  device_id: number
+  rollup: string
+  function: RollupFunction
+  from: string
+  to: string
+  sensors: { sensor_id: number, sensor_key: string | null, component_id: number | null, sample_size: number, readings: RollupSeries }[]
+}
+
+/** At most this many sensors in one request: a kit has 12 to 20. */
+export const MAX_SENSORS_PER_REQUEST = 64
+
+/** Whether a request names several sensors (`sensor_ids`, `sensor_keys`): the form with one series per sensor. */
+export const asksForSeveralSensors = (params: HistoryParams): boolean => (params.sensor_ids ?? '') !== '' || (params.sensor_keys ?? '') !== ''
+
+/** The listed values of a comma-separated parameter, trimmed, without blanks and repeats. */
+function listParam (name: string, value: string | undefined): string[] {
+  const items = [...new Set((value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== ''))]
+  if (items.length > MAX_SENSORS_PER_REQUEST) throw errors.badRequest(`${name} lists ${items.length} sensors; at most ${MAX_SENSORS_PER_REQUEST} are answered at once`, { [name]: [`has more than ${MAX_SENSORS_PER_REQUEST} items`] })
+  return items
+}
+
+type ResolvedSensor = Awaited<ReturnType<typeof resolveSensor>>
+
+/** `sensor_ids=55,56`, `sensor_keys=t,h` or `sensor_ids=all` (the device's components). */
+async function resolveSensors (runner: Runner, deviceId: number, params: HistoryParams): Promise<ResolvedSensor[]> {
+  const ids = listParam('sensor_ids', params.sensor_ids)
+  if (ids.length === 1 && ids[0] === 'all') {
+    return await runner.query<ResolvedSensor>(`
+      select s.id, coalesce(ks.key, c.key, s.default_key) as key, c.id as component_id
+      from components c
+      join sensors s on s.id = c.sensor_id
+      left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = (select kit_id from devices where id = $1)
+      where c.device_id = $1
+      order by s.id`, [deviceId])
+  }
+  const byId = ids.map((id) => {
+    const parsed = recordId(id)
+    if (parsed === null) throw errors.badRequest('sensor_ids must be sensor ids separated by commas, or all', { sensor_ids: ['must be integers'] })
+    return parsed
+  })
+  const byKey = listParam('sensor_keys', params.sensor_keys)
+  const found = await Promise.all([...byId.map(async (id) => await resolveSensor(runner, deviceId, id, null)), ...byKey.map(async (key) => await resolveSensor(runner, deviceId, null, key))])
+  // A sensor named twice (by id and by key) is one series.
+  return found.filter((sensor, i) => found.findIndex((other) => other.id === sensor.id) === i)
+}
+
+/**
+ * `sensor_ids` / `sensor_keys`: each sensor's buckets read as for one sensor, side by side on the
+ * pool, then put on the same bucket times: every bucket where any of them has readings (with
+ * all_intervals, every bucket of the range), null where one has none.
+ */
+export async function readingsHistories (ctx: HistoryContext, deviceId: number, params: HistoryParams, access: Promise<unknown> = Promise.resolve()): Promise<HistoriesResult> {
+  const [, answer] = await inOrderOfPrecedence(access, answerHistories(ctx, deviceId, params))
+  return answer
+}
+
+async function answerHistories (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoriesResult> {
+  const { rollup, fn, from, to } = historyRequest(ctx, params, !asksForSeveralSensors(params), 'sensor_ids OR sensor_keys')
+  const sensors = await resolveSensors(ctx.runner, deviceId, params)
+  const reads = await Promise.all(sensors.map(async (sensor) => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: sensor.id })))
+  const times = RollupSeries.unionOfStarts(reads.map((read) => read.readings))
+  return {
+    device_id: deviceId,
+    rollup: rollup.text,
+    function: fn,
+    from: formatTimestamp(from),
+    to: formatTimestamp(to),
+    sensors: sensors.map((sensor, i) => ({
+      sensor_id: sensor.id,
+      sensor_key: sensor.key,
+      component_id: sensor.component_id,
+      sample_size: reads[i]?.sampleSize ?? 0,
+      readings: (reads[i]?.readings ?? new RollupSeries(new Float64Array(0), new Float64Array(0))).alignedTo(times)
+    }))
+  }
+}
+
+/** The JSON bytes of several series: each written from its numbers, as historyJson does one. */
+export function historiesJson (result: HistoriesResult): Buffer {
+  const { sensors, ...head } = result
+  const parts: Buffer[] = [Buffer.from(`${JSON.stringify(head).slice(0, -1)},"sensors":[`)]
+  sensors.forEach(({ readings, ...sensor }, i) => {
+    if (i > 0) parts.push(Buffer.from(','))
+    parts.push(readings.json(`${JSON.stringify(sensor).slice(0, -1)},`))
+  })
+  parts.push(Buffer.from(']}'))
+  return Buffer.concat(parts)
+}
+
 interface Buckets { readings: RollupSeries, sampleSize: number }
 
 async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }): Promise<Buckets> {
   const runner = ctx.runner
   // Raw readings have no buckets to fill; their bound is the number of points.
   const allIntervals = !rollup.raw && (params.all_intervals === 'true' || params.all_intervals === '1')
+  const coverage = params.coverage === 'true' || params.coverage === '1'
   const until = new Date(to.getTime() + 1)
 
   // The bucket bound applies to what can come back: when the requested range alone exceeds it,
@@ -205,16 +330,30 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     if (points.length > ctx.maxBuckets) throw tooManyBuckets(points.length, rollup.text, ctx.maxBuckets)
     const starts = Float64Array.from(points, (p) => p.recorded_at.getTime())
     const values = Float64Array.from(points, (p) => finalize(stateOf(p.recorded_at.getTime(), p.value), fn) ?? NaN)
-    return { readings: new RollupSeries(starts, values), sampleSize: points.length }
+    // A null value is still a reading: the count counts rows, as sample_size does.
+    return { readings: new RollupSeries(starts, values, coverage ? new Float64Array(points.length).fill(1) : undefined), sampleSize: points.length }
   }
 
-  const sqlBins = rollupSql(rollup)
-  const bin = sqlBins.kind === 'bin' ? { interval: sqlBins.interval, origin: sqlBins.origin } : HOUR
+  // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
+  // of the world), and the buckets are found here; in UTC it bins by the rollup itself.
+  const zoneAlignment = rollup.zone?.alignmentBetween(from.getTime(), until.getTime())
+  const sqlBins = zoneAlignment === undefined ? rollupSql(rollup) : null
+  const bin = sqlBins?.kind === 'bin'
+    ? { interval: sqlBins.interval, origin: sqlBins.origin }
+    : zoneAlignment === undefined || zoneAlignment % HOUR_MS === 0 ? HOUR : { interval: `${zoneAlignment} milliseconds`, origin: HOUR.origin }
   // Raw rows binned in SQL by the rollup itself are already keyed by their bucket.
-  const binned = sqlBins.kind === 'bin'
-  const parts = await Promise.all(planSegments(rollup, from, until, TIERS).flatMap(splitRaw).map(async (segment) => {
+  const binned = sqlBins?.kind === 'bin'
+  const keyOf = bucketKeyer(rollup)
+  const parts = await Promise.all(planSegments(rollup, from, until, TIERS, zoneAlignment).flatMap(splitRaw).map(async (segment) => {
     const q = { ...base, from: segment.from, until: segment.until }
-    if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
+    if (segment.source !== 'raw') {
+      if (rollup.zone === undefined) return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
+      // On a zone's clock, PostgreSQL merges the tier's rows into the buckets, given their bounds.
+      const starts = bucketStartsBetween(segment.from, new Date(segment.until.getTime() - 1), rollup, Number.MAX_SAFE_INTEGER) ?? []
+      const last = starts[starts.length - 1]
+      const bounds = last === undefined ? [] : [...starts.map((start) => start.getTime()), nextBucket(last, rollup).getTime()]
+      return { rows: await tierStatesIn(runner, segment.source, { ...q, fn, bounds }), binned: true }
+    }
     // Folded here, from the rows packed as pairs: PostgreSQL's grouping of them (a hash table,
     // and an array a bucket for first and last) cost it more than reading them; too dense a
     // piece is grouped there all the same.
@@ -229,6 +368,7 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
   const capacity = parts.reduce((sum, part) => sum + part.rows.length, 0)
   const starts = new Float64Array(capacity)
   const values = new Float64Array(capacity)
+  const counts = new Float64Array(coverage ? capacity : 0)
   let buckets = 0
   let sampleSize = 0
   let current: AggregateState = stateOf(0, 0)
@@ -237,6 +377,7 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
   const complete = (): void => {
     starts[buckets] = currentKey
     values[buckets] = finalize(current, fn) ?? NaN
+    if (coverage) counts[buckets] = current.count
     sampleSize += current.count
     buckets++
   }
@@ -244,7 +385,7 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     const rows = part.rows
     for (let i = 0; i < rows.length; i++) {
       if (rows.count(i) === 0) continue
-      const key = part.binned ? rows.bucket(i) : bucketStartMs(rows.bucket(i), rollup)
+      const key = part.binned ? rows.bucket(i) : keyOf(rows.bucket(i))
       if (key === currentKey) {
         mergeInto(current, rows.read(i, next))
         continue
@@ -263,15 +404,18 @@ async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunct
     const every = bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []
     const everyStart = new Float64Array(every.length)
     const everyValue = new Float64Array(every.length)
+    const everyCount = new Float64Array(coverage ? every.length : 0)
     let i = buckets - 1
     for (let k = every.length - 1, out = 0; k >= 0; k--, out++) {
       const start = every[k]?.getTime() ?? NaN
       while (i >= 0 && (starts[i] as number) > start) i--
       everyStart[out] = start
-      everyValue[out] = i >= 0 && starts[i] === start ? values[i] as number : NaN
+      const found = i >= 0 && starts[i] === start
+      everyValue[out] = found ? values[i] as number : NaN
+      if (coverage) everyCount[out] = found ? counts[i] as number : 0
     }
-    return { readings: new RollupSeries(everyStart, everyValue), sampleSize }
+    return { readings: new RollupSeries(everyStart, everyValue, coverage ? everyCount : undefined), sampleSize }
   }
   const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
-  return { readings: new RollupSeries(newestFirst(starts), newestFirst(values)), sampleSize }
+  return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
 }

@@ -1,5 +1,6 @@
 import { DateTime } from 'luxon'
 import { errors } from '../errors.js'
+import type { ZoneOffsets } from './zone.js'
 
 /**
  * The `rollup` parameter of `GET /devices/:id/readings` (behaviour.md §7, clients.md §4.5) and the
@@ -16,6 +17,12 @@ export interface Rollup {
   raw: boolean
   /** bucket length for the fixed-length units; null for months and years */
   fixedMs: number | null
+  /**
+   * The time zone whose wall clock the buckets follow (the `timezone` parameter), for hours and
+   * longer; absent for UTC. Days then start at local midnight and last 23 or 25 hours across a
+   * change of the clocks; weeks on the local Monday; times in the answer stay UTC.
+   */
+  zone?: ZoneOffsets
 }
 
 export type RollupSql =
@@ -97,6 +104,14 @@ export function bucketStart (at: Date, rollup: Rollup): Date {
 
 /** bucketStart of an instant in epoch ms (a valid one), in epoch ms: no Date a reading. */
 export function bucketStartMs (t: number, rollup: Rollup): number {
+  const zone = rollup.zone
+  // The wall clock's bucket, then the instant that wall time is.
+  if (zone !== undefined) return zone.utcOf(clockBucketStart(t + zone.offsetMs(t), rollup))
+  return clockBucketStart(t, rollup)
+}
+
+/** Bucket arithmetic on a clock that has no changes: UTC, or a zone's wall time read as UTC. */
+function clockBucketStart (t: number, rollup: Rollup): number {
   if (rollup.raw) return t
   if (rollup.fixedMs !== null) {
     const origin = rollup.unit === 'w' ? WEEK_ORIGIN_MS : 0
@@ -112,10 +127,20 @@ export function bucketStartMs (t: number, rollup: Rollup): number {
 /** `start` plus one bucket; a raw rollup steps by the smallest representable time, 1 ms. */
 export function nextBucket (start: Date, rollup: Rollup): Date {
   const t = timeOf(start)
-  if (rollup.raw) return new Date(t + 1)
-  if (rollup.fixedMs !== null) return new Date(t + rollup.fixedMs)
+  const zone = rollup.zone
+  if (zone !== undefined) {
+    // From the wall-clock start of the bucket (a skipped midnight starts the day at 01:00).
+    const local = clockBucketStart(t + zone.offsetMs(t), rollup)
+    return new Date(zone.utcOf(nextClockBucket(local, rollup)))
+  }
+  return new Date(nextClockBucket(t, rollup))
+}
+
+function nextClockBucket (t: number, rollup: Rollup): number {
+  if (rollup.raw) return t + 1
+  if (rollup.fixedMs !== null) return t + rollup.fixedMs
   const utc = DateTime.fromMillis(t, { zone: 'utc' })
-  return (rollup.unit === 'y' ? utc.plus({ years: rollup.value }) : utc.plus({ months: rollup.value })).toJSDate()
+  return (rollup.unit === 'y' ? utc.plus({ years: rollup.value }) : utc.plus({ months: rollup.value })).toMillis()
 }
 
 /** How many buckets intersect [from, to]; 0 when `to` is before `from`. */
@@ -124,8 +149,11 @@ export function countBuckets (from: Date, to: Date, rollup: Rollup): number {
   const end = timeOf(to)
   if (end < start) return 0
   if (rollup.raw) return end - start + 1
-  const first = bucketStart(from, rollup).getTime()
-  const last = bucketStart(to, rollup).getTime()
+  // In a zone, counted on the wall clock: an hour the clocks skip still counts (at most one more
+  // than there are, per change of the clocks), which is what a bound needs.
+  const zone = rollup.zone
+  const first = clockBucketStart(zone === undefined ? start : start + zone.offsetMs(start), rollup)
+  const last = clockBucketStart(zone === undefined ? end : end + zone.offsetMs(end), rollup)
   if (rollup.fixedMs !== null) return (last - first) / rollup.fixedMs + 1
   const unit = rollup.unit === 'y' ? 'y' : 'M'
   return (calendarIndex(last, unit) - calendarIndex(first, unit)) / rollup.value + 1
@@ -137,11 +165,9 @@ export function bucketStartsBetween (from: Date, to: Date, rollup: Rollup, limit
   // Written so that a NaN limit refuses instead of allowing everything.
   if (!(count <= limit)) return null
   const starts: Date[] = []
-  let start = bucketStart(from, rollup)
-  for (let i = 0; i < count; i++) {
-    starts.push(start)
-    start = nextBucket(start, rollup)
-  }
+  const end = timeOf(to)
+  // Up to `to` rather than `count` times: in a zone the count may include an hour the clocks skip.
+  for (let start = bucketStart(from, rollup); start.getTime() <= end && starts.length < count; start = nextBucket(start, rollup)) starts.push(start)
   return starts
 }
 
@@ -161,6 +187,15 @@ function intervalText (ms: number): string {
  * `trunc`: months (or years) since 1970-01 in UTC, floored to a multiple of `value`.
  * `raw`: no bucketing, every row is its own point.
  */
+/**
+ * The rollup on the wall clock of a zone (none: UTC). Minutes and shorter are the same in every
+ * zone of the tz database since 1970 (offsets are whole minutes), so only hours and longer change.
+ */
+export function inZone (rollup: Rollup, zone: ZoneOffsets | null): Rollup {
+  if (zone === null || rollup.raw || rollup.unit === 'ms' || rollup.unit === 's' || rollup.unit === 'm') return rollup
+  return { ...rollup, zone }
+}
+
 export function rollupSql (rollup: Rollup): RollupSql {
   if (rollup.raw) return { kind: 'raw' }
   if (rollup.unit === 'w') return { kind: 'bin', interval: `${7 * rollup.value} days`, origin: WEEK_ORIGIN }

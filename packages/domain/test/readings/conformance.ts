@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import type { Runner } from '@esp/db'
-import { parseRollup, readingsHistory, referenceAggregate, rollupFunctions, type RollupFunction } from '@esp/domain'
+import { inZone, parseRollup, parseTimeZone, readingsHistory, referenceAggregate, rollupFunctions, type RollupFunction } from '@esp/domain'
 
 /**
  * The conformance property both engines must satisfy: readings written in random batches (late,
@@ -17,6 +17,13 @@ export interface EngineHarness {
 }
 
 export const ROLLUPS = ['500ms', '90s', '7m', '3h', '1d', '1w', '1M', '1y']
+/**
+ * Wall clocks: whole-hour zones with daylight saving in either hemisphere (served from the hourly
+ * tier), half- and quarter-hour ones and a half-hour DST (served from raw rows). The 400 days of
+ * every scenario cross their changes of the clocks.
+ */
+export const ZONES = ['Europe/Madrid', 'Asia/Kolkata', 'America/New_York', 'Asia/Kathmandu', 'Australia/Sydney', 'Australia/Lord_Howe']
+export const ZONED_ROLLUPS = ['1h', '6h', '1d', '1w', '1M', '1y']
 export const SENSORS = [55, 56]
 const START = Date.UTC(2025, 0, 1)
 const SPAN = 400 * 24 * 3600 * 1000
@@ -65,23 +72,25 @@ export async function checkConformance (harness: EngineHarness, numRuns: number)
     let from = lo + Math.floor((hi - lo) * Math.min(s.range[0], s.range[1]))
     let to = lo + Math.floor((hi - lo) * Math.max(s.range[0], s.range[1]))
     if (s.range[2]) { from = lo; to = hi }
+    const zone = ZONES[runs % ZONES.length]
+    const cases = [...ROLLUPS.map((text) => ({ text, zone: undefined })), ...ZONED_ROLLUPS.map((text) => ({ text, zone }))]
     for (const sensor of SENSORS) {
       const points = [...firstWins.values()].filter((e) => e.sensor === sensor && e.at >= from && e.at <= to).map((e) => ({ at: e.at, value: e.value }))
-      for (const text of ROLLUPS) {
+      for (const { text, zone } of cases) {
         for (const fn of rollupFunctions) {
           // Every other run, raw pieces group first and last in SQL rather than folding them
           // here, as pieces too dense to fold do.
           const dense = runs % 2 === 0 ? { rawPairsMax: 0 } : {}
           const got = await readingsHistory({ runner: harness.runner, now: () => new Date(START + SPAN * 2), maxBuckets: Number.MAX_SAFE_INTEGER, ...dense }, deviceId,
-            { sensor_id: String(sensor), rollup: text, function: fn, from: new Date(from).toISOString(), to: new Date(to).toISOString() })
-          const expected = referenceAggregate(points, parseRollup(text), fn).reverse()
-          const label = `device ${deviceId} sensor ${sensor} ${text} ${fn}`
+            { sensor_id: String(sensor), rollup: text, function: fn, from: new Date(from).toISOString(), to: new Date(to).toISOString(), timezone: zone, coverage: 'true' })
+          const expected = referenceAggregate(points, inZone(parseRollup(text), parseTimeZone(zone)), fn).reverse()
+          const label = `device ${deviceId} sensor ${sensor} ${text}${zone === undefined ? '' : ` in ${zone}`} ${fn}`
           if (got.readings.length !== expected.length) throw new Error(`${label}: ${got.readings.length} buckets, expected ${expected.length}`)
           if (got.sample_size !== points.length) throw new Error(`${label}: sample_size ${got.sample_size}, expected ${points.length}`)
-          got.readings.tuples().forEach(([at, value], i) => {
+          got.readings.tuples().forEach(([at, value, count], i) => {
             const want = expected[i]
-            if (want === undefined || new Date(at).getTime() !== want.bucket || !close(value, want.value, fn)) {
-              throw new Error(`${label}: bucket ${i} is [${at}, ${value}], expected [${new Date(want?.bucket ?? 0).toISOString()}, ${want?.value}]`)
+            if (want === undefined || new Date(at).getTime() !== want.bucket || !close(value, want.value, fn) || count !== want.count) {
+              throw new Error(`${label}: bucket ${i} is [${at}, ${value}, ${count}], expected [${new Date(want?.bucket ?? 0).toISOString()}, ${want?.value}, ${want?.count}]`)
             }
           })
         }

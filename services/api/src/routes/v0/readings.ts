@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { assertCanSee, findDeviceAccess, parseDeviceId, historyJson, readingsHistory, rollupFunctions } from '@esp/domain'
+import { asksForSeveralSensors, assertCanSee, findDeviceAccess, historiesJson, historyJson, MAX_SENSORS_PER_REQUEST, parseDeviceId, readingsHistories, readingsHistory, rollupFunctions } from '@esp/domain'
 import { errorResponses, parsedParam, recordIdParam } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -17,18 +17,37 @@ const History = Type.Object({
   to: Type.String(),
   sample_size: Type.Integer({ description: 'raw readings examined' }),
   // A pair, [recorded_at, value]: OpenAPI 3.0 has no tuples, so an array of two.
-  readings: Type.Array(Type.Array(Type.Union([Type.String({ format: 'date-time' }), Type.Number(), Type.Null()]), { minItems: 2, maxItems: 2 }), { description: '[recorded_at, value] pairs, newest first; value null for an empty bucket' })
+  readings: Type.Array(Type.Array(Type.Union([Type.String({ format: 'date-time' }), Type.Number(), Type.Null()]), { minItems: 2, maxItems: 3 }), { description: '[recorded_at, value] pairs, newest first; value null for an empty bucket; with coverage=true [recorded_at, value, readings in the bucket]' })
 })
+
+const Histories = Type.Object({
+  device_id: Type.Integer(),
+  rollup: Type.String(),
+  function: Type.String(),
+  from: Type.String(),
+  to: Type.String(),
+  sensors: Type.Array(Type.Object({
+    sensor_id: Type.Integer(),
+    sensor_key: Nullable(Type.String()),
+    component_id: Nullable(Type.Integer()),
+    sample_size: Type.Integer({ description: 'raw readings examined' }),
+    readings: History.properties.readings
+  }), { description: 'one series per sensor, all on the same buckets (null where a sensor has none)' })
+}, { description: 'with sensor_ids or sensor_keys' })
 
 /** The domain parses these (history.ts) and its messages are the contract's: see parsedParam. */
 const Query = Type.Object({
   sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'sensor id (or sensor_key); one of the two is required' }))),
   sensor_key: Type.Optional(Type.String({ description: "the kit's sensor key or a sensor's default key" })),
+  sensor_ids: Type.Optional(parsedParam(Type.String({ pattern: '^(all|[0-9]+(,[0-9]+)*)$', description: `several sensors in one answer, one series each on the same buckets: ids separated by commas (at most ${MAX_SENSORS_PER_REQUEST}), or all (the device's components)` }))),
+  sensor_keys: Type.Optional(Type.String({ description: 'as sensor_ids, by key: keys separated by commas' })),
   rollup: Type.Optional(parsedParam(Type.String({ pattern: '^[0-9]{1,9}(ms|y|M|w|d|h|m|s)$', description: 'required: an integer and a unit, y, M, w, d, h, m, s or ms (e.g. 1h, 10m, 1d); 0 of any unit gives raw readings' }))),
   function: Type.Optional(parsedParam(Type.String({ enum: [...rollupFunctions], default: 'avg', description: 'how the values of a bucket are combined' }))),
   from: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'ISO 8601 (with or without milliseconds and offset), a date, or epoch seconds; default: 6 weeks before to' }))),
   to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as from; default: now' }))),
   all_intervals: Type.Optional(parsedParam(Type.Boolean({ default: false, description: 'true: every bucket of the range, null where empty' }))),
+  coverage: Type.Optional(parsedParam(Type.Boolean({ default: false, description: 'true: each bucket carries the number of readings in it, as a third member: how complete its value is' }))),
+  timezone: Type.Optional(parsedParam(Type.String({ maxLength: 64, description: 'an IANA time zone (e.g. Europe/Madrid): hours, days (from local midnight, 23 or 25 hours long when the clocks change), weeks (from the local Monday), months and years follow its wall clock; bucket times stay UTC. Default UTC; an unknown zone is a 400' }))),
   limit: Type.Optional(parsedParam(Type.Integer({ minimum: 1, description: 'accepted from older clients and ignored: the answer is bounded by the number of buckets' })))
 })
 
@@ -42,15 +61,16 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
       operationId: 'getReadings',
       params: Type.Object({ device_id: recordIdParam('device', 20) }),
       querystring: Query,
-      response: { 200: History, ...errorResponses(400, 401, 404, 429) }
+      response: { 200: Type.Union([History, Histories]), ...errorResponses(400, 401, 404, 429) }
     }
   }, async (request, reply) => {
     const deviceId = parseDeviceId(request.params.device_id)
     const access = findDeviceAccess(ctx.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
-    const history = await readingsHistory({ runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }, deviceId, request.query, access)
+    const history = { runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }
     // The schema above documents the answer; its bytes are written from the buckets' numbers
     // (historyJson), where the serializer would first need them as thousands of tuples.
     const bytes: FastifyReply = reply.type('application/json; charset=utf-8')
-    return await bytes.send(historyJson(history))
+    if (asksForSeveralSensors(request.query)) return await bytes.send(historiesJson(await readingsHistories(history, deviceId, request.query, access)))
+    return await bytes.send(historyJson(await readingsHistory(history, deviceId, request.query, access)))
   })
 }
