@@ -151,6 +151,8 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     const year = await yearResponse.json() as Readings
     await chart.locator('.chart .u-over').waitFor()
     t.same(await plotted(page, 55), asPlotted(year), 'the year chart draws the API\'s daily buckets')
+    t.match(yearResponse.url(), /timezone=Europe%2FMadrid/, 'asked in the browser\'s time zone')
+    t.ok(year.readings.every(([at]) => /T2[23]:00:00Z$/.test(at)), 'so its days start at Madrid\'s midnight')
     const again = await (await fetch(yearResponse.url())).json() as Readings
     t.same(again.readings, year.readings, 'and they are what the API answers anyone asking the same')
     const gapFrom = Date.parse(showcase.gap.from) / 1000 + 86_400

@@ -243,7 +243,8 @@ function SensorChart ({ deviceId, sensor, rollup, fn, from, to, live, onStart, o
     const finish = (): void => { if (!settled) { settled = true; onDone() } }
     onStart()
     setError(null)
-    const query = new URLSearchParams({ sensor_id: String(sensor.id), rollup, function: fn, from: isoSeconds(from), to: isoSeconds(to), all_intervals: 'true' })
+    // Days, weeks and months from the viewer's midnight, as people read a chart.
+    const query = new URLSearchParams({ sensor_id: String(sensor.id), rollup, function: fn, from: isoSeconds(from), to: isoSeconds(to), all_intervals: 'true', timezone: timeZone })
     api<History>(`/devices/${deviceId}/readings?${query.toString()}`, { signal: abort.signal }).then((history) => {
       const next = toSeries(history)
       if (next.times.length === 0) finish()
