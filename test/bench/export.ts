@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { parquetMetadata } from 'hyparquet'
 import { copyOut, loadEngine, postgresRunner } from '@esp/db'
+import { PARQUET_ROW_GROUP } from '@esp/domain'
 import { HTTP_LINE, repoRoot, startProcess } from '../helpers/process.js'
 import { makeDevices, type BenchPlatform } from './setup.js'
-import { drain, httpGet, memoryOf, progress, round } from './stats.js'
+import { drain, httpGet, memoryOf, progress, resetPeak, round } from './stats.js'
 
 export interface ExportRun { format: string, values: number, bytes: number, seconds: number, valuesPerSecond: number, peakRssMb: number }
 export interface ExportFigures {
@@ -17,14 +19,21 @@ export interface ExportFigures {
   baselineRssMb: number
   csv: ExportRun
   ndjson: ExportRun
+  /** one line per minute, a column per sensor */
+  csvWide: ExportRun
+  parquet: ExportRun & { rowGroups: number }
   /** the bare COPY of the same rows, read in-process: what PostgreSQL alone delivers */
   copy: ExportRun
 }
 
 const MINUTE = 60_000
 
-/** Reads a stream to its end, counting bytes and lines, while sampling the serving process's RSS. */
-async function measure (format: string, pid: number, open: () => Promise<AsyncIterable<Buffer>>): Promise<Omit<ExportRun, 'values'> & { lines: number }> {
+/**
+ * Reads a stream to its end, counting bytes and lines (or keeping the bytes, for `keep`), while
+ * sampling the serving process's RSS; its peak is this run's alone.
+ */
+async function measure (format: string, pid: number, open: () => Promise<AsyncIterable<Buffer>>, keep?: Buffer[]): Promise<Omit<ExportRun, 'values'> & { lines: number }> {
+  resetPeak(pid)
   let peak = memoryOf(pid).rss
   const sampler = setInterval(() => { peak = Math.max(peak, memoryOf(pid).rss) }, 10)
   const t0 = performance.now()
@@ -33,7 +42,8 @@ async function measure (format: string, pid: number, open: () => Promise<AsyncIt
   try {
     for await (const chunk of await open()) {
       bytes += chunk.length
-      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
+      if (keep !== undefined) keep.push(chunk)
+      else for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
     }
   } finally {
     clearInterval(sampler)
@@ -45,7 +55,8 @@ async function measure (format: string, pid: number, open: () => Promise<AsyncIt
 
 /**
  * Case 5: the streamed export (GET /v0/devices/:id/readings/export) of a year of 1-minute
- * readings of 12 sensors over real HTTP, in CSV and NDJSON, with the bare COPY as the baseline.
+ * readings of 12 sensors over real HTTP, in CSV, NDJSON, the wide CSV and Parquet, with the bare
+ * COPY as the baseline and today's CSV as the figure the new formats are held to.
  * The export is served by the api service as production runs it (built, plain node, a process of
  * its own), so the peak RSS is the serving process's and not the bench's or the loader's.
  * The rows are loaded with one INSERT … SELECT per month: this case measures reading, and the
@@ -72,6 +83,8 @@ export async function benchExport (p: BenchPlatform, quick: boolean): Promise<Ex
       from unnest(${sensors}::int[]) as s, generate_series(${new Date(from).toISOString()}::timestamptz, ${new Date(to - MINUTE).toISOString()}::timestamptz, interval '1 minute') as t,
         lateral (select round((20 + 10 * sin(extract(epoch from t) / 86400) + s / 7.0)::numeric, 2)::float8 as v) x`
   }
+  // The components the write path would have added: the wide CSV's columns.
+  await sql`insert into components (device_id, sensor_id) select ${device}, unnest(${sensors}::int[]) on conflict do nothing`
   const loadSeconds = (performance.now() - t0) / 1000
   await sql`vacuum analyze readings`
   const values = sensors.length * days * 24 * 60
@@ -90,20 +103,32 @@ export async function benchExport (p: BenchPlatform, quick: boolean): Promise<Ex
     // Warm: the first request loads the route's code; what stays is the service at rest.
     await drain(await httpGet(`${base}/v0/devices/${device}/readings/export?format=csv&sensor_id=${sensors[0] ?? 0}&from=2026-10-31`, { authorization: `Bearer ${p.token}` }))
     const baselineRssMb = round(memoryOf(pid).rss / 2 ** 20, 1)
-    const http = async (format: string): Promise<ExportRun> => {
+    const http = async (format: string, keep?: Buffer[]): Promise<ExportRun> => {
       progress(`export: ${format} over HTTP`)
-      const run = await measure(format, pid, async () => await httpGet(`${base}/v0/devices/${device}/readings/export?format=${format}`, { authorization: `Bearer ${p.token}` }))
-      const got = run.lines - (format === 'csv' ? 1 : 0)
+      const run = await measure(format, pid, async () => await httpGet(`${base}/v0/devices/${device}/readings/export?format=${format}`, { authorization: `Bearer ${p.token}` }), keep)
+      // Each format's count of values: the Parquet footer's rows, a header line then a line a value, or a line a minute.
+      const got = keep !== undefined
+        ? Number(parquetMetadata(toArrayBuffer(keep)).num_rows)
+        : format === 'csv_wide' ? (run.lines - 1) * sensors.length : run.lines - (format === 'csv' ? 1 : 0)
       if (got !== values) throw new Error(`export ${format}: ${got} values, expected ${values}`)
       return { format, values, bytes: run.bytes, seconds: run.seconds, valuesPerSecond: Math.round(values / run.seconds), peakRssMb: run.peakRssMb }
     }
     const csv = await http('csv')
     const ndjson = await http('ndjson')
+    const csvWide = await http('csv_wide')
+    const file: Buffer[] = []
+    const parquet = { ...await http('parquet', file), rowGroups: parquetMetadata(toArrayBuffer(file)).row_groups.length }
+    if (parquet.rowGroups !== Math.ceil(values / PARQUET_ROW_GROUP)) throw new Error(`export parquet: ${parquet.rowGroups} row groups of at most ${PARQUET_ROW_GROUP} rows for ${values} rows`)
     progress('export: bare COPY')
     const bare = await measure('copy', process.pid, async () => (await copyOut(p.database.url, `copy (select recorded_at, sensor_id, value from readings where device_id = ${device} order by sensor_id, recorded_at) to stdout`)).stream)
     const copy = { format: 'copy', values, bytes: bare.bytes, seconds: bare.seconds, valuesPerSecond: Math.round(values / bare.seconds), peakRssMb: bare.peakRssMb }
-    return { sensors: sensors.length, days, values, loadSeconds: round(loadSeconds, 1), nodeOptions, baselineRssMb, csv, ndjson, copy }
+    return { sensors: sensors.length, days, values, loadSeconds: round(loadSeconds, 1), nodeOptions, baselineRssMb, csv, ndjson, csvWide, parquet, copy }
   } finally {
     for (const stop of stops) await stop()
   }
+}
+
+function toArrayBuffer (chunks: Buffer[]): ArrayBuffer {
+  const whole = Buffer.concat(chunks)
+  return whole.buffer.slice(whole.byteOffset, whole.byteOffset + whole.length) as ArrayBuffer
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { Agent, get, type IncomingMessage, request } from 'node:http'
 import path from 'node:path'
 
@@ -83,6 +83,11 @@ export async function drain (res: IncomingMessage): Promise<void> {
 
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m
 const VM_HWM = /^VmHWM:\s+(\d+) kB/m
+
+/** Starts the process's peak resident memory (VmHWM) again from its current RSS (Linux 4.0+), so that a peak is one run's. */
+export function resetPeak (pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5')
+}
 
 /** Resident and peak resident memory of a process (Linux), in bytes. */
 export function memoryOf (pid: number): { rss: number, peak: number } {

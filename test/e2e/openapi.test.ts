@@ -109,14 +109,14 @@ t.test('the OpenAPI document of the whole platform is valid, lints clean and is 
   t.match(parameter('getReadings', 'device_id'), { type: 'integer', minimum: 1 })
   t.match(parameter('getReadings', 'all_intervals'), { type: 'boolean' })
   t.match(parameter('listDevices', 'per_page'), { type: 'integer', maximum: 1000 })
-  t.match(parameter('exportReadings', 'format'), { enum: ['csv', 'ndjson'] })
+  t.match(parameter('exportReadings', 'format'), { enum: ['csv', 'ndjson', 'csv_wide', 'parquet'] })
   t.match(find('listDevices').parameters?.find((p) => p.name === 'q'), {
     style: 'deepObject',
     explode: true,
     schema: { type: 'object', properties: { created_at_lt: { type: 'string', format: 'date-time' }, name_cont: { type: 'string' }, id_in: { type: 'string' }, kit_id_gteq: { type: 'integer' } } }
   }, 'the q[<key>_<matcher>] filters, typed by key')
   t.match(parameter('getTag', 'id'), { type: 'string' }, 'tags are found by name too')
-  t.same(Object.keys(find('exportReadings').responses['200']?.content ?? {}), ['text/csv', 'application/x-ndjson'])
+  t.same(Object.keys(find('exportReadings').responses['200']?.content ?? {}), ['text/csv', 'application/x-ndjson', 'application/vnd.apache.parquet'])
   t.same(Object.keys(find('downloadCsvArchive').responses['200']?.content ?? {}), ['text/csv'])
   t.same(Object.keys(find('getUpload').responses['200']?.content ?? {}), ['image/png', 'image/jpeg', 'image/gif', 'image/webp'])
   t.same(Object.keys(find('importReadingsCsv').requestBody?.content ?? {}), ['text/csv', 'multipart/form-data'])

@@ -23,21 +23,37 @@ function instant (value: Date): string {
 const TIME = `case when date_trunc('second', recorded_at) = recorded_at
   then to_char(recorded_at, 'YYYY-MM-DD"T"HH24:MI:SS"Z"') else to_char(recorded_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') end`
 
-export type ExportFormat = 'csv' | 'ndjson'
-
 export interface ExportRange { deviceId: number, sensorId: number | null, from: Date | null, until: Date | null }
 
-/**
- * Every reading of a device in a range, one row per value, ordered by sensor then time: the
- * primary key's order (device, sensor, time), and on the native engine an index-only scan, so no
- * sort whatever the size. Binary: ExportLines writes the lines, PostgreSQL only scans.
- */
-export function exportCopySql (range: ExportRange): string {
+function rangeWhere (range: ExportRange): string {
   const where = [`device_id = ${int(range.deviceId)}`]
   if (range.sensorId !== null) where.push(`sensor_id = ${int(range.sensorId)}`)
   if (range.from !== null) where.push(`recorded_at >= ${instant(range.from)}`)
   if (range.until !== null) where.push(`recorded_at < ${instant(range.until)}`)
-  return `copy (select recorded_at, sensor_id, value from readings where ${where.join(' and ')} order by sensor_id, recorded_at) to stdout with (format binary)`
+  return where.join(' and ')
+}
+
+/**
+ * Every reading of a device in a range, one row per value, ordered by sensor then time: the
+ * primary key's order (device, sensor, time), and on the native engine an index-only scan, so no
+ * sort whatever the size. Binary: CopyRows reads the rows, PostgreSQL only scans.
+ */
+export function exportCopySql (range: ExportRange): string {
+  return `copy (select recorded_at, sensor_id, value from readings where ${rangeWhere(range)} order by sensor_id, recorded_at) to stdout with (format binary)`
+}
+
+/**
+ * The same rows ordered by time, for the wide CSV, with no sort either: one branch per sensor, each
+ * in key order (for one sensor, that is time order), merged by time (Merge Append). Each branch
+ * sorts in its own subquery because PostgreSQL keeps the branches of a UNION ALL in FROM apart
+ * then; flattened, it cannot see that the key's leading columns are fixed in a branch, and sorts
+ * everything (a year of 12 sensors: 3.8 s against 2.1 s, and spilling to disk). Rows of one time
+ * follow each other in no particular sensor order, which WideCsvLines does not need.
+ */
+export function exportByTimeCopySql (range: ExportRange, sensorIds: readonly number[]): string {
+  const branches = sensorIds.map((id) => `(select recorded_at, sensor_id, value from readings where ${rangeWhere({ ...range, sensorId: id })} order by recorded_at)`)
+  const rows = branches.length === 0 ? 'select recorded_at, sensor_id, value from readings where false' : branches.join(' union all ')
+  return `copy (select recorded_at, sensor_id, value from (${rows}) r order by recorded_at) to stdout with (format binary)`
 }
 
 /**

@@ -6,19 +6,13 @@ import { copyOut } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 import { ExportLines } from '../../src/exports/export-lines.js'
 import { formatReadingTime } from '../../src/time.js'
+import { anyInstant, anyValue, feedInPieces } from './copy-chunks.js'
 
 /** The contract's form built the slow, obvious way: what the fast formatters must agree with. */
 function expectedTime (ms: number): string {
   const iso = new Date(ms).toISOString()
   return iso.endsWith('.000Z') && iso.length === 24 ? `${iso.slice(0, 19)}Z` : iso
 }
-
-const anyInstant = fc.oneof(
-  fc.integer({ min: Date.UTC(1971, 0, 1), max: Date.UTC(2099, 0, 1) }),
-  // whole minutes, as devices post, and times either side of PostgreSQL's 2000 epoch
-  fc.integer({ min: 0, max: 60_000_000 }).map((m) => Date.UTC(1990, 0, 1) + m * 60_000),
-  fc.integer({ min: -5_000, max: 5_000 }).map((d) => Date.UTC(2000, 0, 1) + d)
-)
 
 t.test('formatReadingTime agrees with toISOString, milliseconds only when present', async (t) => {
   fc.assert(fc.property(fc.oneof(anyInstant, fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.integer({ min: -62_167_219_200_000, max: 253_402_300_800_000 })), (ms) => {
@@ -40,7 +34,7 @@ t.test('ExportLines turns PostgreSQL\'s binary COPY into the export lines, howev
   const rows = fc.sample(fc.record({
     at: anyInstant,
     sensor: fc.integer({ min: 1, max: 2_000_000_000 }),
-    value: fc.option(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer({ min: -1000, max: 1000 }).map((v) => v / 100)), { nil: null })
+    value: anyValue
   }), { numRuns: 3000, seed: 7 })
   await sql`insert into export_rows select * from unnest(${rows.map((r) => new Date(r.at).toISOString())}::text[]::timestamptz[], ${rows.map((r) => r.sensor)}::int[], ${rows.map((r) => r.value)}::float8[])`
   // Years outside 0000-9999 print in the long ISO form, with no day kept for them; the last
@@ -56,16 +50,7 @@ t.test('ExportLines turns PostgreSQL\'s binary COPY into the export lines, howev
   const bytes = await buffer(copy.stream)
   await copy.closed
 
-  const run = async (format: 'csv' | 'ndjson', cuts: number[]): Promise<string> => {
-    const pieces: Buffer[] = []
-    let from = 0
-    for (const cut of [...cuts].sort((a, b) => a - b)) {
-      pieces.push(bytes.subarray(from, cut))
-      from = cut
-    }
-    pieces.push(bytes.subarray(from))
-    return (await buffer(Readable.from(pieces).pipe(new ExportLines(format)))).toString('latin1')
-  }
+  const run = async (format: 'csv' | 'ndjson', cuts: number[]): Promise<string> => (await feedInPieces(bytes, cuts, new ExportLines(format))).toString('latin1')
   t.equal(await run('csv', []), csv, 'CSV: every row, in order, values as JavaScript prints them, null as empty')
   t.equal(await run('ndjson', []), ndjson, 'NDJSON: one JSON object a line, null values as null')
   const everyOffset = Array.from({ length: 200 }, (_, i) => i + 1)

@@ -4,7 +4,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  createCsvImport, csvImportStatus, errors, findDeviceAccess, type ImportLimits, openReadingsExport, requestCsvArchive, verifyArchiveLink
+  createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, findDeviceAccess, type ImportLimits, openReadingsExport, requestCsvArchive, verifyArchiveLink
 } from '@esp/domain'
 import { baseUrl, binaryFile, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
@@ -44,6 +44,7 @@ const Import = Type.Object({
 // Plain JSON schemas, not TypeBox: the handlers stream these files, which no serializer sees.
 const csvFile = { type: 'string', description: 'CSV with a header line' }
 const ndjsonFile = { type: 'string', description: 'one JSON object a line' }
+const parquetFile = { type: 'string', format: 'binary', description: 'Apache Parquet: recorded_at TIMESTAMP(MILLIS, UTC), sensor_id INT32, value DOUBLE (null when the reading has none), in row groups' }
 const CsvImportForm = multipartForm(Type.Object({ file: binaryFile("the SD card's CSV file") }, { required: ['file'] }))
 
 /** CSV archive (contract), the streamed export and the historical CSV import (issue 7). */
@@ -97,17 +98,17 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
   app.get('/devices/:device_id/readings/export', {
     schema: {
       tags,
-      summary: 'Streams every reading of a range as CSV or NDJSON, one line per value, by sensor then time',
+      summary: 'Streams every reading of a range: CSV, NDJSON or Parquet with one row per value by sensor then time, or a wide CSV with one line per time and a column per sensor',
       operationId: 'exportReadings',
       params: DeviceParams,
       querystring: Type.Object({
-        format: Type.Optional(parsedParam(Type.String({ enum: ['csv', 'ndjson'], default: 'csv', description: 'the media type of the answer' }))),
+        format: Type.Optional(parsedParam(Type.String({ enum: [...EXPORT_FORMATS], default: EXPORT_FORMATS[0], description: 'csv (recorded_at,sensor_id,value), ndjson, csv_wide (recorded_at then a column per sensor: name (unit) [id]) or parquet' }))),
         from: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the first reading' }))),
         to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the last reading' }))),
         sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'one sensor only' })))
       }),
       response: {
-        200: { description: 'every reading of the range, streamed', content: { 'text/csv': { schema: csvFile }, 'application/x-ndjson': { schema: ndjsonFile } } },
+        200: { description: 'every reading of the range, streamed', content: { 'text/csv': { schema: csvFile }, 'application/x-ndjson': { schema: ndjsonFile }, 'application/vnd.apache.parquet': { schema: parquetFile } } },
         ...errorResponses(400, 404, 429, 503)
       }
     }
