@@ -12,6 +12,9 @@ const CHROMIUM = '/usr/bin/chromium'
 const ADMIN = { username: 'curator', password: 'curator password' }
 
 interface Readings { readings: [string, number | null][] }
+/** The device page's one request for every sensor's history. */
+interface Histories { sensors: Array<Readings & { sensor_id: number }> }
+const ofSensor = (answer: Histories, id: number): Readings => answer.sensors.find((s) => s.sensor_id === id) ?? { readings: [] }
 
 /**
  * What callbacks of page.evaluate use of the browser: they run in the page, and this file compiles
@@ -143,18 +146,22 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     t.match(await time.getAttribute('title'), / UTC$/, 'a time shows UTC on hover')
 
     // A year: the automatic rollup is a day; the chart draws exactly the API's buckets, gaps as nulls.
-    const yearAnswer = page.waitForResponse((r) => r.url().includes('sensor_id=55&') && r.url().includes('rollup=1d'))
+    const yearAnswer = page.waitForResponse((r) => r.url().includes('sensor_ids=all&') && r.url().includes('rollup=1d'))
     await page.getByLabel('Last year').check()
     const chart = page.locator('.chart-card[data-sensor-id="55"]')
     await chart.scrollIntoViewIfNeeded()
     const yearResponse = await yearAnswer
-    const year = await yearResponse.json() as Readings
+    const everyYear = await yearResponse.json() as Histories
+    t.equal(everyYear.sensors.length, device.data.sensors.length, 'one request answers every sensor\'s chart')
+    const year = ofSensor(everyYear, 55)
     await chart.locator('.chart .u-over').waitFor()
     t.same(await plotted(page, 55), asPlotted(year), 'the year chart draws the API\'s daily buckets')
     t.match(yearResponse.url(), /timezone=Europe%2FMadrid/, 'asked in the browser\'s time zone')
     t.ok(year.readings.every(([at]) => /T2[23]:00:00Z$/.test(at)), 'so its days start at Madrid\'s midnight')
-    const again = await (await fetch(yearResponse.url())).json() as Readings
+    const again = ofSensor(await (await fetch(yearResponse.url())).json() as Histories, 55)
     t.same(again.readings, year.readings, 'and they are what the API answers anyone asking the same')
+    const alone = await (await fetch(yearResponse.url().replace('sensor_ids=all', 'sensor_id=55'))).json() as Readings
+    t.same(year.readings, alone.readings, 'and what the one-sensor request answers')
     const gapFrom = Date.parse(showcase.gap.from) / 1000 + 86_400
     const gapTo = Date.parse(showcase.gap.to) / 1000 - 86_400
     const [times, values] = await plotted(page, 55)
@@ -162,9 +169,9 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     t.ok(inGap.length >= 5 && inGap.every(([, v]) => v === null), 'the week without readings is a gap, not a line')
     await shoot(page, 'device-year', true)
 
-    const weekly = page.waitForResponse((r) => r.url().includes('sensor_id=55&') && r.url().includes('rollup=1w'))
+    const weekly = page.waitForResponse((r) => r.url().includes('sensor_ids=all&') && r.url().includes('rollup=1w'))
     await page.getByLabel('Rollup').selectOption('1w')
-    const week = await (await weekly).json() as Readings
+    const week = ofSensor(await (await weekly).json() as Histories, 55)
     await t.resolves(page.waitForFunction((n) => {
       const el = (globalThis as unknown as InPage).document.querySelector('.chart-card[data-sensor-id="55"] .chart')
       return el?.uplot?.data[0]?.length === n
@@ -173,9 +180,9 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     t.ok(week.readings.length < year.readings.length / 5, 'fewer, wider buckets')
     t.match(page.url(), /rollup=1w/, 'the choice is in the address, to share or come back to')
 
-    const maxima = page.waitForResponse((r) => r.url().includes('sensor_id=55&') && r.url().includes('function=max'))
+    const maxima = page.waitForResponse((r) => r.url().includes('sensor_ids=all&') && r.url().includes('function=max'))
     await page.getByLabel('Function').selectOption('max')
-    const max = await (await maxima).json() as Readings
+    const max = ofSensor(await (await maxima).json() as Histories, 55)
     await t.resolves(page.waitForFunction((last) => {
       const el = (globalThis as unknown as InPage).document.querySelector('.chart-card[data-sensor-id="55"] .chart')
       const values = el?.uplot?.data[1] ?? []

@@ -69,9 +69,14 @@ export interface User {
 
 export interface History {
   sensor_id: number
+  readings: [string, number | null][]
+}
+
+/** `GET .../readings?sensor_ids=...`: a series per sensor, on the same buckets. */
+export interface Histories {
   rollup: string
   function: string
   from: string
   to: string
-  readings: [string, number | null][]
+  sensors: History[]
 }
