@@ -195,6 +195,9 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     await page.getByLabel('Rollup').selectOption('auto')
     await page.getByLabel('Last day').check()
     await page.locator('.badge-live').waitFor()
+    // Posted a second after the range was picked, so that it lies past that range's end: the live
+    // chart and the download below must both still take it.
+    await page.waitForTimeout(1100)
     const at = new Date(Math.floor(Date.now() / 1000) * 1000)
     const posted = await fetch(`${base}/v0/devices/${showcase.id}/readings`, {
       method: 'POST', headers: admin, body: JSON.stringify({ data: [{ recorded_at: at.toISOString(), sensors: [{ id: 55, value: 31.4 }] }] })

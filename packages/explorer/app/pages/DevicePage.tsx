@@ -137,13 +137,18 @@ export function DevicePage ({ id }: { id: number }) {
 
   const condition = conditionOf(device)
   const place = [device.location?.city, device.location?.country].filter(Boolean).join(', ')
-  const exportUrl = (() => {
-    const params = new URLSearchParams({ format: 'csv', from: isoSeconds(controls.from), to: isoSeconds(controls.to) })
+  // The range shown: a custom one as chosen; "last day" and the like end when the button is
+  // pressed, so readings that arrived live since the range was picked are in the file too.
+  const exportUrl = (now: number): string => {
+    const preset = RANGES.find((r) => r.name === controls.range)
+    const to = preset === undefined ? controls.to : Math.max(now, controls.to)
+    const from = preset === undefined ? controls.from : to - preset.seconds * 1000
+    const params = new URLSearchParams({ format: 'csv', from: isoSeconds(from), to: isoSeconds(to) })
     // A private device is only exported to its owner: a link cannot carry the header, the query can.
     const signedIn = session()
     if (device.data_policy?.is_private === true && signedIn !== null) params.set('access_token', signedIn.token)
     return `/v0/devices/${device.id}/readings/export?${params.toString()}`
-  })()
+  }
 
   return (
     <main class='page device-page'>
@@ -229,7 +234,7 @@ export function DevicePage ({ id }: { id: number }) {
               {FUNCTIONS.map((f) => <option key={f} value={f}>{f}</option>)}
             </select>
           </label>
-          <a class='button' href={exportUrl} download>Download CSV</a>
+          <a class='button' href={exportUrl(controls.to)} download onClick={(e) => { e.currentTarget.href = exportUrl(Date.now()) }}>Download CSV</a>
         </form>
         <ErrorNote message={historyError} onRetry={() => { setAttempt((n) => n + 1) }} />
         <div class='charts'>
