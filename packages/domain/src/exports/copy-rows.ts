@@ -1,8 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream'
 import { COPY_BINARY_SIGNATURE, timestampMsAt } from '@esp/db'
 
-/** the largest binary row: 2 + (4 + 8) + (4 + 4) + (4 + 8) bytes */
-const MAX_ROW = 34
+/** the largest binary row: 2 + (4 + 8) + (4 + 4) + (4 + 8) bytes, and (4 + 4) more with the device */
+const MAX_ROW = 42
 /** rows decoded before they are handed on: a few socket chunks' worth */
 const BATCH_ROWS = 8192
 
@@ -15,6 +15,8 @@ export class RowBatch {
   /** epoch ms, floored as the text formats print them */
   readonly times = new Float64Array(BATCH_ROWS)
   readonly sensors = new Int32Array(BATCH_ROWS)
+  /** the device of each row: 0 in a one-device export, whose COPY leaves the device out */
+  readonly devices = new Int32Array(BATCH_ROWS)
   readonly values = new Float64Array(BATCH_ROWS)
   readonly bits = new Uint32Array(this.values.buffer)
   /** 1 where the reading has no value (`values` holds 0 there) */
@@ -25,9 +27,9 @@ export class RowBatch {
 
 /**
  * Reads PostgreSQL's binary `COPY` of the export's (recorded_at timestamptz, sensor_id int4,
- * value float8) rows and hands them on in column batches to `rows`; every export format builds on
- * it. A row cut between two chunks waits for the rest; a COPY that ends before its trailer is an
- * error, never a short file.
+ * value float8) rows, or (…, device_id int4) across devices, and hands them on in column batches
+ * to `rows`; every export format builds on it. A row cut between two chunks waits for the rest; a
+ * COPY that ends before its trailer is an error, never a short file.
  */
 export abstract class CopyRows extends Transform {
   private pending: Buffer | null = null
@@ -88,14 +90,15 @@ export abstract class CopyRows extends Transform {
     while (!this.ended && at + 2 <= buf.length) {
       const fields = view.getInt16(at)
       if (fields === -1) { this.ended = true; at += 2; break }
-      if (fields !== 3) throw new Error(`an export row has ${fields} fields, not 3`)
+      if (fields !== 3 && fields !== 4) throw new Error(`an export row has ${fields} fields, not 3 or 4`)
       // A complete row, or 8 bytes less with a null value.
       if (at + 26 > buf.length) break
       const valueLength = view.getInt32(at + 22)
-      const rowEnd = at + 26 + (valueLength === -1 ? 0 : valueLength)
+      const valueEnd = at + 26 + (valueLength === -1 ? 0 : valueLength)
+      const rowEnd = fields === 4 ? valueEnd + 8 : valueEnd
       if (rowEnd > buf.length) break
-      if (view.getInt32(at + 2) !== 8 || view.getInt32(at + 14) !== 4 || (valueLength !== 8 && valueLength !== -1)) {
-        throw new Error('an export row is not (timestamptz, int4, float8)')
+      if (view.getInt32(at + 2) !== 8 || view.getInt32(at + 14) !== 4 || (valueLength !== 8 && valueLength !== -1) || (fields === 4 && view.getInt32(valueEnd) !== 4)) {
+        throw new Error('an export row is not (timestamptz, int4, float8[, int4])')
       }
       if (batch.length === BATCH_ROWS) this.handOn()
       const i = batch.length++
@@ -109,6 +112,7 @@ export abstract class CopyRows extends Transform {
         batch.values[i] = view.getFloat64(at + 26)
         batch.nulls[i] = 0
       }
+      batch.devices[i] = fields === 4 ? view.getInt32(valueEnd + 4) : 0
       at = rowEnd
     }
     return at

@@ -8,8 +8,10 @@ const VALUE_SLOTS = 16_384
 export const VALUE_BYTES = 32
 const SLOT_SHIFT = 32 - Math.log2(VALUE_SLOTS)
 /** the longest line one row of the long formats can make */
-const MAX_LINE = 128
+const MAX_LINE = 160
 export const EXPORT_CSV_HEADER = 'recorded_at,sensor_id,value\n'
+/** the header across devices */
+export const DEVICES_CSV_HEADER = 'recorded_at,device_id,sensor_id,value\n'
 
 /** The formats of one line per value. */
 export type LongFormat = 'csv' | 'ndjson'
@@ -87,30 +89,35 @@ export abstract class TextExport extends CopyRows {
  * A line is made of byte runs that change rarely, kept ready: the line's head up to the day (a new
  * day every 1440 rows of 1-minute data), the clock, and what joins the time to the value, which names
  * the sensor (rows come by sensor). Only the clock's digits and the value are new on most rows.
+ * Across devices (`withDevice`) the join also names the device; rows come by time there, so the
+ * joins of the pairs seen are kept rather than made again on every row.
  */
 export class ExportLines extends TextExport {
   private readonly ndjson: boolean
   /** the line's head and its time, up to the `Z` */
   private readonly times: ReadingTimeBytes
   private sensor = Number.NaN
-  /** `Z` and what follows the time up to the value, for `sensor` */
+  private device = Number.NaN
+  /** `Z` and what follows the time up to the value, for `device` and `sensor` */
   private join: Uint8Array = new Uint8Array(0)
+  /** joins made, by device then sensor (across devices only) */
+  private readonly joins = new Map<number, Map<number, Uint8Array>>()
   private readonly lineEnd: Uint8Array
   private readonly texts: ValueTexts
   private readonly nullValue: Uint8Array
 
-  constructor (format: LongFormat) {
+  constructor (format: LongFormat, private readonly withDevice = false) {
     super()
     this.ndjson = format === 'ndjson'
     this.times = new ReadingTimeBytes(this.ndjson ? '{"recorded_at":"' : '')
     this.lineEnd = latin1(this.ndjson ? '}\n' : '\n')
     this.nullValue = latin1(this.ndjson ? 'null' : '')
     this.texts = new ValueTexts(this.ndjson)
-    if (!this.ndjson) this.push(EXPORT_CSV_HEADER)
+    if (!this.ndjson) this.push(withDevice ? DEVICES_CSV_HEADER : EXPORT_CSV_HEADER)
   }
 
   protected override rows (batch: RowBatch): void {
-    const { times, sensors, values, bits, nulls } = batch
+    const { times, sensors, devices, values, bits, nulls } = batch
     let out = this.out
     let n = this.written
     for (let i = 0; i < batch.length; i++) {
@@ -119,7 +126,8 @@ export class ExportLines extends TextExport {
         n = 0
       }
       const sensor = sensors[i] as number
-      if (sensor !== this.sensor) this.sensorChanged(sensor)
+      const device = devices[i] as number
+      if (sensor !== this.sensor || device !== this.device) this.joinChanged(device, sensor)
       n = this.times.write(out, n, times[i] as number)
       n = bytes(out, n, this.join, 0, this.join.length)
       n = nulls[i] === 1
@@ -131,9 +139,21 @@ export class ExportLines extends TextExport {
     this.pushLines()
   }
 
-  private sensorChanged (sensor: number): void {
+  private joinChanged (device: number, sensor: number): void {
     this.sensor = sensor
-    this.join = latin1(this.ndjson ? `Z","sensor_id":${sensor},"value":` : `Z,${sensor},`)
+    this.device = device
+    if (!this.withDevice) {
+      this.join = latin1(this.ndjson ? `Z","sensor_id":${sensor},"value":` : `Z,${sensor},`)
+      return
+    }
+    let ofDevice = this.joins.get(device)
+    if (ofDevice === undefined) this.joins.set(device, ofDevice = new Map())
+    let join = ofDevice.get(sensor)
+    if (join === undefined) {
+      join = latin1(this.ndjson ? `Z","device_id":${device},"sensor_id":${sensor},"value":` : `Z,${device},${sensor},`)
+      ofDevice.set(sensor, join)
+    }
+    this.join = join
   }
 
   protected override finish (): void {}

@@ -25,17 +25,20 @@ const MAGIC = 0x31524150
 
 /**
  * The long CSV's columns with their Parquet types: the time as TIMESTAMP(MILLIS, UTC) (the
- * converted type too, for older readers), the sensor id as INT32, the value as a DOUBLE that may
- * be null, as in the readings table.
+ * converted type too, for older readers), the device id (across devices) and the sensor id as
+ * INT32, the value as a DOUBLE that may be null, as in the readings table.
  */
-const SCHEMA: SchemaElement[] = [
-  { name: 'schema', num_children: 3 },
-  { name: 'recorded_at', type: 'INT64', repetition_type: 'REQUIRED', converted_type: 'TIMESTAMP_MILLIS', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' } },
-  { name: 'sensor_id', type: 'INT32', repetition_type: 'REQUIRED' },
-  { name: 'value', type: 'DOUBLE', repetition_type: 'OPTIONAL' }
-]
-/** rows come by sensor, then time (exportCopySql), in every group */
-const SORTING = [{ column_idx: 1, descending: false, nulls_first: false }, { column_idx: 0, descending: false, nulls_first: false }]
+const TIME_COLUMN: SchemaElement = { name: 'recorded_at', type: 'INT64', repetition_type: 'REQUIRED', converted_type: 'TIMESTAMP_MILLIS', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' } }
+const DEVICE_COLUMN: SchemaElement = { name: 'device_id', type: 'INT32', repetition_type: 'REQUIRED' }
+const SENSOR_COLUMN: SchemaElement = { name: 'sensor_id', type: 'INT32', repetition_type: 'REQUIRED' }
+const VALUE_COLUMN: SchemaElement = { name: 'value', type: 'DOUBLE', repetition_type: 'OPTIONAL' }
+const schemaOf = (columns: SchemaElement[]): SchemaElement[] => [{ name: 'schema', num_children: columns.length }, ...columns]
+const ascending = (columnIdx: number): { column_idx: number, descending: boolean, nulls_first: boolean } => ({ column_idx: columnIdx, descending: false, nulls_first: false })
+/** One device's rows come by sensor, then time (exportCopySql); rows across devices by time, device, sensor. */
+const LAYOUTS = {
+  device: { schema: schemaOf([TIME_COLUMN, SENSOR_COLUMN, VALUE_COLUMN]), sorting: [ascending(1), ascending(0)] },
+  devices: { schema: schemaOf([TIME_COLUMN, DEVICE_COLUMN, SENSOR_COLUMN, VALUE_COLUMN]), sorting: [ascending(0), ascending(1), ascending(2)] }
+}
 
 /** hyparquet-writer's growing buffer, emptied as its bytes are sent; `offset` keeps counting from the file's start. */
 class Bytes extends ByteWriter {
@@ -83,6 +86,8 @@ export class ExportParquet extends CopyRows {
   private readonly times64 = new BigInt64Array(PARQUET_ROW_GROUP)
   private readonly times32 = new Int32Array(this.times64.buffer)
   private readonly sensors = new Int32Array(PARQUET_ROW_GROUP)
+  private readonly devices: Int32Array
+  private readonly layout: typeof LAYOUTS.device
   private readonly values = new Float64Array(PARQUET_ROW_GROUP)
   private readonly nulls = new Uint8Array(PARQUET_ROW_GROUP)
   /** definition levels: 1 where there is a value */
@@ -93,8 +98,11 @@ export class ExportParquet extends CopyRows {
   private nullCount = 0
   private fileRows = 0
 
-  constructor () {
+  /** `withDevice`: rows across devices, with a device_id column */
+  constructor (private readonly withDevice = false) {
     super()
+    this.devices = new Int32Array(withDevice ? PARQUET_ROW_GROUP : 0)
+    this.layout = withDevice ? LAYOUTS.devices : LAYOUTS.device
     this.file.appendUint32(MAGIC)
   }
 
@@ -104,6 +112,7 @@ export class ExportParquet extends CopyRows {
       const to = from + Math.min(PARQUET_ROW_GROUP - this.rowCount, batch.length - from)
       this.times.set(batch.times.subarray(from, to), this.rowCount)
       this.sensors.set(batch.sensors.subarray(from, to), this.rowCount)
+      if (this.withDevice) this.devices.set(batch.devices.subarray(from, to), this.rowCount)
       this.values.set(batch.values.subarray(from, to), this.rowCount)
       this.nulls.set(batch.nulls.subarray(from, to), this.rowCount)
       if (batch.nullCount > 0) for (let i = from; i < to; i++) this.nullCount += batch.nulls[i] as number
@@ -115,7 +124,7 @@ export class ExportParquet extends CopyRows {
 
   protected override finish (): void {
     if (this.rowCount > 0) this.writeGroup()
-    writeMetadata(this.file, { version: 2, schema: SCHEMA, num_rows: BigInt(this.fileRows), row_groups: this.rowGroups, created_by: 'sensor-platform export (hyparquet-writer)', metadata_length: 0 })
+    writeMetadata(this.file, { version: 2, schema: this.layout.schema, num_rows: BigInt(this.fileRows), row_groups: this.rowGroups, created_by: 'sensor-platform export (hyparquet-writer)', metadata_length: 0 })
     this.file.appendUint32(MAGIC)
     this.push(this.file.take())
   }
@@ -123,10 +132,10 @@ export class ExportParquet extends CopyRows {
   private writeGroup (): void {
     const n = this.rowCount
     const start = this.file.offset
-    const columns = [this.timeColumn(n), this.sensorColumn(n), this.valueColumn(n)]
+    const columns = [this.timeColumn(n), ...(this.withDevice ? [this.idColumn('device_id', this.devices, n)] : []), this.idColumn('sensor_id', this.sensors, n), this.valueColumn(n)]
     let size = 0n
     for (const c of columns) size += c.meta_data?.total_uncompressed_size ?? 0n
-    this.rowGroups.push({ columns, num_rows: BigInt(n), total_byte_size: size, total_compressed_size: BigInt(this.file.offset - start), file_offset: BigInt(start), sorting_columns: SORTING })
+    this.rowGroups.push({ columns, num_rows: BigInt(n), total_byte_size: size, total_compressed_size: BigInt(this.file.offset - start), file_offset: BigInt(start), sorting_columns: this.layout.sorting })
     this.fileRows += n
     this.rowCount = 0
     this.nullCount = 0
@@ -149,29 +158,34 @@ export class ExportParquet extends CopyRows {
     return this.column('recorded_at', 'INT64', n, null, { encoding: 'DELTA_BINARY_PACKED', numNulls: 0 }, { min_value: min, max_value: max, null_count: 0n })
   }
 
-  private sensorColumn (n: number): ColumnChunk {
-    const { sensors, indexes } = this
+  /** A column of ids (sensors, devices), as a dictionary: a group holds few of them. */
+  private idColumn (name: string, ids: Int32Array, n: number): ColumnChunk {
+    const { indexes } = this
     const dictionary: number[] = []
     const indexOf = new Map<number, number>()
-    let sensor = Number.NaN
+    let id = Number.NaN
     let index = -1
+    let min = Infinity
+    let max = -Infinity
     for (let i = 0; i < n; i++) {
-      // Rows come by sensor: one lookup a run.
-      if (sensors[i] !== sensor) {
-        sensor = sensors[i] as number
-        index = indexOf.get(sensor) ?? -1
+      // One device's rows come by sensor: one lookup a run.
+      if (ids[i] !== id) {
+        id = ids[i] as number
+        index = indexOf.get(id) ?? -1
         if (index === -1) {
-          index = dictionary.push(sensor) - 1
-          indexOf.set(sensor, index)
+          index = dictionary.push(id) - 1
+          indexOf.set(id, index)
+          if (id < min) min = id
+          if (id > max) max = id
         }
       }
       indexes[i] = index
     }
     const plain = this.dictionary.reset()
-    for (const id of dictionary) plain.appendInt32(id)
+    for (const entry of dictionary) plain.appendInt32(entry)
     this.dictionaryIndexes(n, dictionary.length)
-    return this.column('sensor_id', 'INT32', n, { bytes: plain.bytes(), count: dictionary.length }, { encoding: 'RLE_DICTIONARY', numNulls: 0 },
-      { min_value: Math.min(...dictionary), max_value: Math.max(...dictionary), null_count: 0n })
+    return this.column(name, 'INT32', n, { bytes: plain.bytes(), count: dictionary.length }, { encoding: 'RLE_DICTIONARY', numNulls: 0 },
+      { min_value: min, max_value: max, null_count: 0n })
   }
 
   private valueColumn (n: number): ColumnChunk {

@@ -1,4 +1,4 @@
-import { READING_TIME_BYTES, ReadingTimeBytes } from '../text-bytes.js'
+import { bytes, latin1, READING_TIME_BYTES, ReadingTimeBytes } from '../text-bytes.js'
 import type { RowBatch } from './copy-rows.js'
 import { csvCell } from './copy-sql.js'
 import { TextExport, VALUE_BYTES, ValueTexts } from './export-lines.js'
@@ -20,7 +20,8 @@ const NEWLINE = 0x0a
  * The wide CSV: one line per time, one column per sensor, empty where a sensor has no value then.
  * The COPY comes ordered by time (exportByTimeCopySql), so a line is complete as soon as the next
  * time begins, and only that line is held: memory does not grow with the range or the device's
- * history. Values and times print as in the long CSV.
+ * history. Values and times print as in the long CSV. Across devices (`withDevice`) a line is a
+ * time and a device, whose id is the second column: rows come by time, then device.
  */
 export class WideCsvLines extends TextExport {
   /** column of each sensor id */
@@ -30,28 +31,34 @@ export class WideCsvLines extends TextExport {
   private readonly cellBits: Uint32Array
   private readonly filled: Uint8Array
   private time = Number.NaN
+  private device = Number.NaN
+  /** `,` and each device's id as bytes, made once a device (across devices) */
+  private readonly deviceCells = new Map<number, Uint8Array>()
   private readonly times = new ReadingTimeBytes('')
   private readonly texts = new ValueTexts(false)
   /** the longest line: the time, then a comma and a value per column */
   private readonly maxLine: number
 
-  constructor (columns: readonly WideColumn[]) {
+  constructor (columns: readonly WideColumn[], private readonly withDevice = false) {
     super()
     columns.forEach((c, i) => this.columnOf.set(c.id, i))
     this.cells = new Float64Array(columns.length)
     this.cellBits = new Uint32Array(this.cells.buffer)
     this.filled = new Uint8Array(columns.length)
-    this.maxLine = READING_TIME_BYTES + 2 + columns.length * (1 + VALUE_BYTES)
-    this.push(['recorded_at', ...columns.map((c) => csvCell(wideColumnLabel(c)))].join(',') + '\n')
+    // A device id has at most 10 digits.
+    this.maxLine = READING_TIME_BYTES + 2 + (withDevice ? 11 : 0) + columns.length * (1 + VALUE_BYTES)
+    this.push(['recorded_at', ...(withDevice ? ['device_id'] : []), ...columns.map((c) => csvCell(wideColumnLabel(c)))].join(',') + '\n')
   }
 
   protected override rows (batch: RowBatch): void {
-    const { times, sensors, values, nulls } = batch
+    const { times, sensors, devices, values, nulls } = batch
     for (let i = 0; i < batch.length; i++) {
       const time = times[i] as number
-      if (time !== this.time) {
+      const device = devices[i] as number
+      if (time !== this.time || device !== this.device) {
         this.writeLine()
         this.time = time
+        this.device = device
       }
       // A null reading is an empty cell, as no reading is. The COPY holds only these columns' sensors.
       const column = this.columnOf.get(sensors[i] as number)
@@ -73,6 +80,11 @@ export class WideCsvLines extends TextExport {
     }
     n = this.times.write(out, n, this.time)
     out[n++] = Z
+    if (this.withDevice) {
+      let cell = this.deviceCells.get(this.device)
+      if (cell === undefined) this.deviceCells.set(this.device, cell = latin1(`,${this.device}`))
+      n = bytes(out, n, cell, 0, cell.length)
+    }
     const { cells, cellBits, filled } = this
     for (let c = 0; c < filled.length; c++) {
       out[n++] = COMMA

@@ -59,7 +59,21 @@ t.test('ExportLines turns PostgreSQL\'s binary COPY into the export lines, howev
 
   await t.rejects(buffer(Readable.from([bytes.subarray(0, bytes.length - 2)]).pipe(new ExportLines('csv'))), /ended before the COPY did/, 'a COPY cut short is an error, not a short file')
   const wrong = await copyOut(database.url, 'copy (select sensor_id, recorded_at, value from export_rows) to stdout with (format binary)')
-  await t.rejects(buffer(wrong.stream.pipe(new ExportLines('csv'))), /not \(timestamptz, int4, float8\)/)
+  await t.rejects(buffer(wrong.stream.pipe(new ExportLines('csv'))), /not \(timestamptz, int4, float8\[, int4\]\)/)
   wrong.stream.destroy()
   await wrong.closed
+
+  // Across devices: rows of four fields, the device last, by time then device.
+  const device = '(sensor_id % 977 + 1)'
+  const byTime = await sql<{ ms: string, device_id: number, sensor_id: number, value: number | null }[]>`
+    select (extract(epoch from recorded_at) * 1000)::int8::text as ms, ${sql.unsafe(device)} as device_id, sensor_id, value from export_rows order by recorded_at, 2, sensor_id`
+  const devicesCsv = ['recorded_at,device_id,sensor_id,value', ...byTime.map((r) => `${expectedTime(Number(r.ms))},${r.device_id},${r.sensor_id},${r.value === null ? '' : String(r.value)}`)].join('\n') + '\n'
+  const devicesNdjson = byTime.map((r) => JSON.stringify({ recorded_at: expectedTime(Number(r.ms)), device_id: r.device_id, sensor_id: r.sensor_id, value: r.value })).join('\n') + '\n'
+  const four = await copyOut(database.url, `copy (select recorded_at, sensor_id, value, ${device} from export_rows order by recorded_at, 4, sensor_id) to stdout with (format binary)`)
+  const fourBytes = await buffer(four.stream)
+  await four.closed
+  const runDevices = async (format: 'csv' | 'ndjson', cuts: number[]): Promise<string> => (await feedInPieces(fourBytes, cuts, new ExportLines(format, true))).toString('latin1')
+  t.equal(await runDevices('csv', []), devicesCsv, 'across devices, CSV: the device after the time')
+  t.equal(await runDevices('ndjson', everyOffset), devicesNdjson, 'across devices, NDJSON, fed a byte at a time first')
+  await fc.assert(fc.asyncProperty(fc.uniqueArray(fc.integer({ min: 1, max: fourBytes.length - 1 }), { maxLength: 40 }), async (cuts) => await runDevices('csv', cuts) === devicesCsv), { numRuns: 30 })
 })
