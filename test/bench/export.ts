@@ -24,6 +24,8 @@ export interface ExportFigures {
   parquet: ExportRun & { rowGroups: number }
   /** the bare COPY of the same rows, read in-process: what PostgreSQL alone delivers */
   copy: ExportRun
+  /** the same rows through the export across devices (GET /v0/readings/export), by time: its windows sorted */
+  acrossDevices: { csv: ExportRun, parquet: ExportRun }
 }
 
 const MINUTE = 60_000
@@ -103,9 +105,9 @@ export async function benchExport (p: BenchPlatform, quick: boolean): Promise<Ex
     // Warm: the first request loads the route's code; what stays is the service at rest.
     await drain(await httpGet(`${base}/v0/devices/${device}/readings/export?format=csv&sensor_id=${sensors[0] ?? 0}&from=2026-10-31`, { authorization: `Bearer ${p.token}` }))
     const baselineRssMb = round(memoryOf(pid).rss / 2 ** 20, 1)
-    const http = async (format: string, keep?: Buffer[]): Promise<ExportRun> => {
-      progress(`export: ${format} over HTTP`)
-      const run = await measure(format, pid, async () => await httpGet(`${base}/v0/devices/${device}/readings/export?format=${format}`, { authorization: `Bearer ${p.token}` }), keep)
+    const http = async (format: string, keep?: Buffer[], route = `/v0/devices/${device}/readings/export?`): Promise<ExportRun> => {
+      progress(`export: ${format} over HTTP (${route})`)
+      const run = await measure(format, pid, async () => await httpGet(`${base}${route}format=${format}`, { authorization: `Bearer ${p.token}` }), keep)
       // Each format's count of values: the Parquet footer's rows, a header line then a line a value, or a line a minute.
       const got = keep !== undefined
         ? Number(parquetMetadata(toArrayBuffer(keep)).num_rows)
@@ -119,10 +121,17 @@ export async function benchExport (p: BenchPlatform, quick: boolean): Promise<Ex
     const file: Buffer[] = []
     const parquet = { ...await http('parquet', file), rowGroups: parquetMetadata(toArrayBuffer(file)).row_groups.length }
     if (parquet.rowGroups !== Math.ceil(values / PARQUET_ROW_GROUP)) throw new Error(`export parquet: ${parquet.rowGroups} row groups of at most ${PARQUET_ROW_GROUP} rows for ${values} rows`)
+    const across = `/v0/readings/export?device_ids=${device}&`
+    const acrossFile: Buffer[] = []
+    const acrossDevices = { csv: await http('csv', undefined, across), parquet: await http('parquet', acrossFile, across) }
     progress('export: bare COPY')
     const bare = await measure('copy', process.pid, async () => (await copyOut(p.database.url, `copy (select recorded_at, sensor_id, value from readings where device_id = ${device} order by sensor_id, recorded_at) to stdout`)).stream)
     const copy = { format: 'copy', values, bytes: bare.bytes, seconds: bare.seconds, valuesPerSecond: Math.round(values / bare.seconds), peakRssMb: bare.peakRssMb }
-    return { sensors: sensors.length, days, values, loadSeconds: round(loadSeconds, 1), nodeOptions, baselineRssMb, csv, ndjson, csvWide, parquet, copy }
+    return { sensors: sensors.length, days, values, loadSeconds: round(loadSeconds, 1), nodeOptions, baselineRssMb, csv, ndjson, csvWide, parquet, copy, acrossDevices }
+  } catch (err) {
+    // What the api said is the first thing to read when a download breaks.
+    progress(`export: the api's output:\n${api.output().slice(-4000)}`)
+    throw err
   } finally {
     for (const stop of stops) await stop()
   }

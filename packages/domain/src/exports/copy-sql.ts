@@ -56,6 +56,39 @@ export function exportByTimeCopySql (range: ExportRange, sensorIds: readonly num
   return `copy (select recorded_at, sensor_id, value from (${rows}) r order by recorded_at) to stdout with (format binary)`
 }
 
+/** What an export across devices reads: the (device, sensor) pairs, each with a reading in [from, until). */
+export interface DevicesRange { pairs: ReadonlyArray<{ deviceId: number, sensorId: number }>, from: Date, until: Date, windowMs: number }
+
+const intArray = (ids: readonly number[]): string => `'{${ids.map(int).join(',')}}'::int4[]`
+
+/**
+ * Every reading of the pairs in [from, until), ordered by time, then device, then sensor: the
+ * order a client that lost the connection can resume from (the last time it holds). The range is
+ * read a window at a time, each pair's readings of a window an index range scan, the window's rows
+ * sorted together (a bounded sort, never the whole range); windows follow each other in the
+ * nested loop's order. Rows are (recorded_at, sensor_id, value, device_id): one device's row with
+ * the device last, which CopyRows reads as it reads a one-device export.
+ */
+export function devicesExportCopySql (range: DevicesRange): string {
+  const windows = Math.max(1, Math.ceil((range.until.getTime() - range.from.getTime()) / range.windowMs))
+  const window = `interval '${int(range.windowMs)} milliseconds'`
+  return `copy (
+    select r.recorded_at, r.sensor_id, r.value, r.device_id
+    from generate_series(0, ${int(windows - 1)}) as w(i)
+    cross join lateral (
+      select x.recorded_at, p.sensor_id, x.value, p.device_id
+      from unnest(${intArray(range.pairs.map((p) => p.deviceId))}, ${intArray(range.pairs.map((p) => p.sensorId))}) as p(device_id, sensor_id)
+      cross join lateral (
+        select recorded_at, value from readings
+        where device_id = p.device_id and sensor_id = p.sensor_id
+          and recorded_at >= greatest(${instant(range.from)}, ${instant(range.from)} + w.i * ${window})
+          and recorded_at < least(${instant(range.until)}, ${instant(range.from)} + (w.i + 1) * ${window})
+      ) as x
+      order by x.recorded_at, p.device_id, p.sensor_id
+    ) as r
+  ) to stdout with (format binary)`
+}
+
 /**
  * The CSV archive's rows: one per distinct time, ascending, one column per sensor in the given
  * order, empty where a sensor has no value then (behaviour.md §11). Grouping happens in

@@ -1,7 +1,7 @@
 import type { Runner } from '@esp/db'
 import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
-import { recordId } from '../validation/record-id.js'
+import { listParam, recordId } from '../validation/record-id.js'
 import type { RollupFunction } from './aggregate-state.js'
 import { type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
 import { RollupSeries } from './rollup-series.js'
@@ -22,18 +22,14 @@ export const MAX_SENSORS_PER_REQUEST = 64
 /** Whether a request names several sensors (`sensor_ids`, `sensor_keys`): the form with one series per sensor. */
 export const asksForSeveralSensors = (params: HistoryParams): boolean => (params.sensor_ids ?? '') !== '' || (params.sensor_keys ?? '') !== ''
 
-/** The listed values of a comma-separated parameter, trimmed, without blanks and repeats. */
-function listParam (name: string, value: string | undefined): string[] {
-  const items = [...new Set((value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== ''))]
-  if (items.length > MAX_SENSORS_PER_REQUEST) throw errors.badRequest(`${name} lists ${items.length} sensors; at most ${MAX_SENSORS_PER_REQUEST} are answered at once`, { [name]: [`has more than ${MAX_SENSORS_PER_REQUEST} items`] })
-  return items
-}
+/** A list of sensors of the request. */
+const sensorList = (name: string, value: string | undefined): string[] => listParam(name, value, MAX_SENSORS_PER_REQUEST, 'sensors')
 
 type ResolvedSensor = Awaited<ReturnType<typeof resolveSensor>>
 
 /** `sensor_ids=55,56`, `sensor_keys=t,h` or `sensor_ids=all` (the device's components). */
 async function resolveSensors (runner: Runner, deviceId: number, params: HistoryParams): Promise<ResolvedSensor[]> {
-  const ids = listParam('sensor_ids', params.sensor_ids)
+  const ids = sensorList('sensor_ids', params.sensor_ids)
   if (ids.length === 1 && ids[0] === 'all') {
     return await runner.query<ResolvedSensor>(`
       select s.id, coalesce(ks.key, c.key, s.default_key) as key, c.id as component_id
@@ -48,7 +44,7 @@ async function resolveSensors (runner: Runner, deviceId: number, params: History
     if (parsed === null) throw errors.badRequest('sensor_ids must be sensor ids separated by commas, or all', { sensor_ids: ['must be integers'] })
     return parsed
   })
-  const byKey = listParam('sensor_keys', params.sensor_keys)
+  const byKey = sensorList('sensor_keys', params.sensor_keys)
   const found = await Promise.all([...byId.map(async (id) => await resolveSensor(runner, deviceId, id, null)), ...byKey.map(async (key) => await resolveSensor(runner, deviceId, null, key))])
   // A sensor named twice (by id and by key) is one series.
   return found.filter((sensor, i) => found.findIndex((other) => other.id === sensor.id) === i)

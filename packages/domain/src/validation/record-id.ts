@@ -13,3 +13,13 @@ export function recordIdOr404 (what: string, raw: string | number): number {
   if (id === null) throw errors.notFound(what, String(raw))
   return id
 }
+
+/**
+ * The listed values of a comma-separated query parameter (`sensor_ids`, `device_ids`), trimmed,
+ * without blanks and repeats; a 400 past `max` of them.
+ */
+export function listParam (name: string, value: string | undefined, max: number, items: string): string[] {
+  const listed = [...new Set((value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== ''))]
+  if (listed.length > max) throw errors.badRequest(`${name} lists ${listed.length} ${items}; at most ${max} are answered at once`, { [name]: [`has more than ${max} items`] })
+  return listed
+}

@@ -1,10 +1,11 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import path from 'node:path'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, findDeviceAccess, type ImportLimits, openReadingsExport, requestCsvArchive, verifyArchiveLink
+  createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, findDeviceAccess, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport,
+  openReadingsExport, requestCsvArchive, verifyArchiveLink
 } from '@esp/domain'
 import { baseUrl, binaryFile, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
@@ -44,7 +45,18 @@ const Import = Type.Object({
 // Plain JSON schemas, not TypeBox: the handlers stream these files, which no serializer sees.
 const csvFile = { type: 'string', description: 'CSV with a header line' }
 const ndjsonFile = { type: 'string', description: 'one JSON object a line' }
-const parquetFile = { type: 'string', format: 'binary', description: 'Apache Parquet: recorded_at TIMESTAMP(MILLIS, UTC), sensor_id INT32, value DOUBLE (null when the reading has none), in row groups' }
+const parquetFile = { type: 'string', format: 'binary', description: 'Apache Parquet: recorded_at TIMESTAMP(MILLIS, UTC), device_id INT32 (across devices), sensor_id INT32, value DOUBLE (null when the reading has none), in row groups' }
+const exportResponses = {
+  200: { description: 'every reading of the range, streamed', content: { 'text/csv': { schema: csvFile }, 'application/x-ndjson': { schema: ndjsonFile }, 'application/vnd.apache.parquet': { schema: parquetFile } } },
+  ...errorResponses(400, 404, 429, 503)
+}
+/** What every export takes: its format, range and sensor. */
+const exportQuery = {
+  format: Type.Optional(parsedParam(Type.String({ enum: [...EXPORT_FORMATS], default: EXPORT_FORMATS[0], description: 'csv (recorded_at,sensor_id,value), ndjson, csv_wide (recorded_at then a column per sensor: name (unit) [id]) or parquet; across devices each row also has device_id, after the time' }))),
+  from: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the first reading' }))),
+  to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the last reading' }))),
+  sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'one sensor only' })))
+}
 const CsvImportForm = multipartForm(Type.Object({ file: binaryFile("the SD card's CSV file") }, { required: ['file'] }))
 
 /** CSV archive (contract), the streamed export and the historical CSV import (issue 7). */
@@ -95,29 +107,13 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       .send(createReadStream(file))
   })
 
-  app.get('/devices/:device_id/readings/export', {
-    schema: {
-      tags,
-      summary: 'Streams every reading of a range: CSV, NDJSON or Parquet with one row per value by sensor then time, or a wide CSV with one line per time and a column per sensor',
-      operationId: 'exportReadings',
-      params: DeviceParams,
-      querystring: Type.Object({
-        format: Type.Optional(parsedParam(Type.String({ enum: [...EXPORT_FORMATS], default: EXPORT_FORMATS[0], description: 'csv (recorded_at,sensor_id,value), ndjson, csv_wide (recorded_at then a column per sensor: name (unit) [id]) or parquet' }))),
-        from: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the first reading' }))),
-        to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the last reading' }))),
-        sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'one sensor only' })))
-      }),
-      response: {
-        200: { description: 'every reading of the range, streamed', content: { 'text/csv': { schema: csvFile }, 'application/x-ndjson': { schema: ndjsonFile }, 'application/vnd.apache.parquet': { schema: parquetFile } } },
-        ...errorResponses(400, 404, 429, 503)
-      }
-    }
-  }, async (request, reply) => {
+  /** Streams an export, counted against the exports that may run at once until its connection is gone. */
+  const streamExport = async (reply: FastifyReply, open: () => Promise<OpenedExport>): Promise<FastifyReply> => {
     if (running >= ctx.exports.maxConcurrent) throw errors.serviceUnavailable('Too many exports are running; try again in a minute')
     running++
     let opened
     try {
-      opened = await openReadingsExport(ctx.database, request.viewer, request.params.device_id, request.query)
+      opened = await open()
     } catch (err) {
       running--
       throw err
@@ -125,7 +121,35 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
     // Counted until the connection is gone, whether the download finished or was abandoned.
     void opened.closed.finally(() => { running-- })
     return reply.type(opened.contentType).header('content-disposition', `attachment; filename=${opened.filename}`).send(opened.stream)
-  })
+  }
+
+  app.get('/devices/:device_id/readings/export', {
+    schema: {
+      tags,
+      summary: 'Streams every reading of a range: CSV, NDJSON or Parquet with one row per value by sensor then time, or a wide CSV with one line per time and a column per sensor',
+      operationId: 'exportReadings',
+      params: DeviceParams,
+      querystring: Type.Object(exportQuery),
+      response: exportResponses
+    }
+  }, async (request, reply) => await streamExport(reply, async () => await openReadingsExport(ctx.database, request.viewer, request.params.device_id, request.query)))
+
+  app.get('/readings/export', {
+    schema: {
+      tags,
+      summary: 'Streams every reading of several devices (by ids, tags or a bounding box) ordered by time; resume a broken download with from set to the last time received',
+      description: 'Only devices the caller may see: a private device named in device_ids is a 404, and tags or a box never find one. The given selectors all apply. ' +
+        'Rows come by time, then device, then sensor; a client that lost the connection asks again with from set to the last recorded_at it holds, and drops the rows of that instant it already has (device_id, sensor_id and recorded_at name a reading).',
+      operationId: 'exportDevicesReadings',
+      querystring: Type.Object({
+        device_ids: Type.Optional(Type.String({ maxLength: 12_000, pattern: '^[0-9, ]*$', description: `device ids separated by commas (e.g. 1,2,3), at most ${MAX_EXPORT_DEVICE_IDS}` })),
+        with_tags: Type.Optional(Type.String({ maxLength: 1000, description: 'tag names separated by |: devices with any of them' })),
+        bbox: Type.Optional(Type.String({ maxLength: 100, pattern: '^ *-?[0-9]+(\\.[0-9]+)? *(, *-?[0-9]+(\\.[0-9]+)? *){3}$', description: 'west,south,east,north in degrees, e.g. 2.05,41.32,2.23,41.47 (west above east crosses the antimeridian)' })),
+        ...exportQuery
+      }),
+      response: exportResponses
+    }
+  }, async (request, reply) => await streamExport(reply, async () => await openDevicesExport(ctx.database, request.viewer, request.query)))
 
   app.post('/devices/:device_id/readings/csv', {
     bodyLimit: ctx.exports.importMaxBytes,
