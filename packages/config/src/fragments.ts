@@ -8,7 +8,9 @@ export const DbConfig = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// URL' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'an integer from 1 to 500' }),
   DATA_DIR: Type.String({ minLength: 1, default: './.data', description: 'a folder path' }),
-  TS_ENGINE: Type.Optional(Type.Union([Type.Literal('timescale'), Type.Literal('native')], { description: '"timescale" or "native"' }))
+  TS_ENGINE: Type.Optional(Type.Union([Type.Literal('timescale'), Type.Literal('native')], { description: '"timescale" or "native"' })),
+  // The zones whose local days get daily tiers of their own (issue 23): each costs a statement a write.
+  ROLLUP_TIME_ZONES: Type.String({ pattern: '^([A-Za-z0-9_+./-]+(, *[A-Za-z0-9_+./-]+)*)?$', default: '', description: 'IANA time zone names separated by commas, e.g. Europe/Madrid,America/New_York' })
 })
 
 export const HttpConfig = Type.Object({

@@ -3,6 +3,7 @@ import { createDatabase, type Database } from './client.js'
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded.js'
 import { migrateDatabase } from './migrate.js'
 import { seedCatalogue } from './seed.js'
+import { registerDayOffsets } from './timeseries/day-offsets.js'
 
 export interface PlatformDatabaseOptions {
   /** an external server; without it the embedded PostgreSQL under dataDir is used */
@@ -12,6 +13,8 @@ export interface PlatformDatabaseOptions {
   applicationName: string
   /** forces the time-series engine at the first migration (TS_ENGINE) */
   engine?: 'timescale' | 'native' | undefined
+  /** offsets (ms) whose shifted daily tiers must exist (ROLLUP_TIME_ZONES), filled once when new */
+  dayOffsetsMs?: readonly number[]
   log?: (message: string) => void
 }
 
@@ -19,7 +22,7 @@ export interface PlatformDatabase extends Database {
   embedded: boolean
 }
 
-/** Opens the platform's database: starts the embedded server when no URL is given, migrates, seeds. */
+/** Opens the platform's database: starts the embedded server when no URL is given, migrates, seeds, registers the zones' daily tiers. */
 export async function openPlatformDatabase (options: PlatformDatabaseOptions): Promise<PlatformDatabase> {
   let embedded: EmbeddedServer | undefined
   let url = options.url
@@ -33,6 +36,7 @@ export async function openPlatformDatabase (options: PlatformDatabaseOptions): P
     await migrateDatabase(url, { engine: options.engine })
     const database = createDatabase(url, { max: options.poolMax, applicationName: options.applicationName })
     await seedCatalogue(database.sql)
+    await registerDayOffsets(database.sql, options.dayOffsetsMs ?? [], options.log)
     const server = embedded
     return {
       ...database,

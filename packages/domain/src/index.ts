@@ -25,7 +25,7 @@ export { UploadStore, detectImageType, signUploadPolicy, verifyUploadPolicy, typ
 export { parseDeviceId, loadDevice, loadDeviceRow, findDeviceAccess, findDevicesByToken, findDeviceByMac, assertCanWrite, assertCanSee, canSee, canManage, visibleTo, visibleToSql, type DeviceAccess, type DeviceRecord, type DeviceRow, type DeviceSensor } from './devices/device-access.js'
 export { recordId, recordIdOr404 } from './validation/record-id.js'
 export { parseRollup, bucketStart, nextBucket, countBuckets, bucketStartsBetween, inZone, rollupSql, type Rollup, type RollupUnit } from './readings/rollup.js'
-export { parseTimeZone, ZoneOffsets } from './readings/zone.js'
+export { dayOffsetsOfZones, parseTimeZone, rollupTimeZoneOffsets, ZoneOffsets } from './readings/zone.js'
 export { parseTimeParam, parseRecordedAt } from './readings/time-params.js'
 export { stateOf, mergeStates, finalize, referenceAggregate, rollupFunctions, isRollupFunction, type AggregateState, type RollupFunction } from './readings/aggregate-state.js'
 export { compileCalibration, calibrationFor } from './readings/calibration.js'

@@ -9,7 +9,7 @@ import { buildServer, DOCS_PATH, EXPLORER_PATH } from './server.js'
 import { DatabaseHealth } from './database-health.js'
 import { detectVersion } from './version.js'
 import { jwtSecret } from './secrets.js'
-import { CATALOGUE_TOPIC, referenceData, systemClock } from '@esp/domain'
+import { CATALOGUE_TOPIC, referenceData, rollupTimeZoneOffsets, systemClock } from '@esp/domain'
 
 export type LaunchConfig = Static<typeof DbConfig> & Static<typeof HttpConfig> & Static<typeof LogConfig> &
   Static<typeof AuthConfig> & Static<typeof RateLimitConfig> & Partial<Static<typeof UploadConfig>>
@@ -52,6 +52,7 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
     poolMax: config.DATABASE_POOL_MAX,
     applicationName,
     engine: config.TS_ENGINE,
+    dayOffsetsMs: rollupTimeZoneOffsets(config.ROLLUP_TIME_ZONES),
     log: (message) => { if (config.LOG_LEVEL !== 'silent') console.log(message) }
   })
   let app: FastifyInstance | undefined

@@ -52,8 +52,11 @@ export interface ReadingRow {
 export const compareReadings = (a: ReadingRow, b: ReadingRow): number =>
   a.deviceId - b.deviceId || a.sensorId - b.sensorId || a.recordedAt.getTime() - b.recordedAt.getTime()
 
-/** A stored rollup tier: fixed buckets of `ms`, aligned on the UTC epoch. */
-export interface Tier { name: 'daily' | 'hourly', table: 'readings_daily' | 'readings_hourly', ms: number }
+/**
+ * A stored rollup tier: fixed buckets of `ms`, aligned on the UTC epoch, or for a daily tier of a
+ * wall clock (day-offsets.ts) on the midnights `offsetMinutes` ahead of UTC.
+ */
+export interface Tier { name: 'daily' | 'hourly', table: 'readings_daily' | 'readings_hourly' | 'readings_daily_offset', ms: number, offsetMinutes?: number }
 
 export const TIERS: readonly Tier[] = [
   { name: 'daily', table: 'readings_daily', ms: 24 * 3600 * 1000 },

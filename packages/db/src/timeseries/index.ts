@@ -13,3 +13,4 @@ import { timescaleEngine } from './timescale.js'
 export async function loadEngine (runner: Runner): Promise<TimeSeriesEngine> {
   return (await engineName(runner)) === 'timescale' ? timescaleEngine() : nativeEngine()
 }
+export { dayOffsetTier, dayOffsetTiers, isTierableOffset, registerDayOffsets } from './day-offsets.js'

@@ -163,13 +163,16 @@ const RAW_SQL: StateSql = {
   last: ['(extract(epoch from max(recorded_at)) * 1000)::float8', '(array_agg(value order by recorded_at desc))[1]']
 }
 
+/** A shifted daily tier's rows are those of its offset (an integer, part of the statement's text). */
+const ofTier = (tier: Tier): string => tier.offsetMinutes === undefined ? '' : `offset_minutes = ${Math.trunc(tier.offsetMinutes)} and `
+
 /** Stored tier states in [from, until), ascending: the planner only asks for tier-aligned ranges. */
 export async function tierStates (runner: Runner, tier: Tier, q: StateQuery & { fn?: string }): Promise<BucketStates> {
   const parts = partsFor(q.fn)
   const [row] = await runner.query<{ states: Uint8Array | null }>(`
     select string_agg(${packed(['(extract(epoch from tier.bucket) * 1000)::float8', ...stateExpressions(TIER_SQL, parts)])}, ''::bytea order by tier.bucket) as states
     from ${tier.table} as tier
-    where device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4`, [q.deviceId, q.sensorId, q.from, q.until])
+    where ${ofTier(tier)}device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4`, [q.deviceId, q.sensorId, q.from, q.until])
   return unpack(row?.states, parts)
 }
 
@@ -205,7 +208,7 @@ export async function tierStatesIn (runner: Runner, tier: Tier, q: StateQuery & 
       from (
         select width_bucket(tier.bucket, $5::timestamptz[]) as b, tier.*${groupMean}
         from ${tier.table} as tier
-        where device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4
+        where ${ofTier(tier)}device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4
       ) as grouped
       group by grouped.b
     ) as s`, [q.deviceId, q.sensorId, q.from, q.until, pgArrayLiteral(q.bounds.map((ms) => new Date(ms)))])

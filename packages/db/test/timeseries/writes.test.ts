@@ -177,7 +177,7 @@ t.test('a write in a frame of its own takes three round trips: BEGIN with the CO
   t.same([result.stored, result.duplicates], [3, 0])
   t.equal(first.trips(), 3)
   t.same(first.log, ['begin', 'insert into components', 'savepoint esp_readings_copy', 'copy readings', 'release savepoint esp_readings_copy',
-    'insert into readings_daily', 'insert into readings_hourly', 'insert into latest_readings', 'update devices d', 'commit'])
+    'insert into readings_daily', 'insert into readings_hourly', 'insert into readings_daily_offset', 'insert into latest_readings', 'update devices d', 'commit'])
   const [state] = await database.sql`select (select count(*)::int from readings) as n, (select sum(count)::int from readings_hourly) as hourly, (select state from devices where id = ${device?.id ?? 0}) as state`
   t.same({ ...state }, { n: 3, hourly: 3, state: 'has_published' }, 'committed')
 

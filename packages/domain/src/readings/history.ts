@@ -1,8 +1,8 @@
-import { addValue, BucketStates, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, tierStatesIn, TIERS } from '@esp/db'
+import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, tierStatesIn, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
-import { planSegments, type Segment } from './planner.js'
+import { planSegments, planZoneSegments, type Segment } from './planner.js'
 import { RollupSeries } from './rollup-series.js'
 import { bucketStartMs, bucketStartsBetween, countBuckets, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
@@ -252,7 +252,9 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   // Raw rows binned in SQL by the rollup itself are already keyed by their bucket.
   const binned = sqlBins?.kind === 'bin'
   const keyOf = bucketKeyer(rollup)
-  const parts = await Promise.all(planSegments(rollup, from, until, TIERS, zoneAlignment).flatMap(splitRaw).map(async (segment) => {
+  // A zone's whole days come from its offsets' daily tiers where the deployment keeps them.
+  const plan = rollup.zone === undefined ? planSegments(rollup, from, until, TIERS) : planZoneSegments(rollup, from, until, TIERS, zoneAlignment, await dayOffsetTiers(runner))
+  const parts = await Promise.all(plan.flatMap(splitRaw).map(async (segment) => {
     const q = { ...base, from: segment.from, until: segment.until }
     if (segment.source !== 'raw') {
       if (rollup.zone === undefined) return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }

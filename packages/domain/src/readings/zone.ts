@@ -51,6 +51,16 @@ export class ZoneOffsets {
     return step
   }
 
+  /** Every offset the zone has had between two instants (whole years), in ms. */
+  offsetsBetween (from: number, until: number): number[] {
+    const found = new Set<number>()
+    for (let year = new Date(from).getUTCFullYear(); year <= new Date(until).getUTCFullYear(); year++) {
+      this.offsetMs(Date.UTC(year, 6, 1))
+      for (const offset of this.years.get(year)?.offsets ?? []) found.add(offset)
+    }
+    return [...found].sort((a, b) => a - b)
+  }
+
   private exact (t: number): number { return this.zone.offset(t) * 60_000 }
 
   private segmentsOf (year: number): { starts: number[], offsets: number[] } {
@@ -140,4 +150,28 @@ export function parseTimeZone (input: string | undefined): ZoneOffsets | null {
   // Names are bounded by the IANA list: the cache cannot grow past it.
   zones.set(name, result)
   return result
+}
+
+/**
+ * The offsets (ms) whose shifted daily tiers serve these zones' days (ROLLUP_TIME_ZONES): those
+ * they have had since 2000 and will have until 2040, as known now; an unknown zone is a 400.
+ */
+export function dayOffsetsOfZones (names: readonly string[]): number[] {
+  const offsets = new Set<number>()
+  for (const name of names) {
+    const zone = parseTimeZone(name)
+    for (const offset of zone?.offsetsBetween(Date.UTC(2000, 0, 1), Date.UTC(2040, 0, 1)) ?? [0]) offsets.add(offset)
+  }
+  return [...offsets].sort((a, b) => a - b)
+}
+
+/** ROLLUP_TIME_ZONES as offsets, or an error that names the unknown zone for the operator. */
+export function rollupTimeZoneOffsets (setting: string): number[] {
+  const names = setting.split(',').map((name) => name.trim()).filter((name) => name !== '')
+  try {
+    return dayOffsetsOfZones(names)
+  } catch {
+    const unknown = names.find((name) => !IANAZone.isValidZone(name)) ?? setting
+    throw new Error(`ROLLUP_TIME_ZONES names ${unknown}, which is not a known IANA time zone (e.g. Europe/Madrid)`)
+  }
 }

@@ -19,10 +19,11 @@ export interface EngineHarness {
 export const ROLLUPS = ['500ms', '90s', '7m', '3h', '1d', '1w', '1M', '1y']
 /**
  * Wall clocks: whole-hour zones with daylight saving in either hemisphere (served from the hourly
- * tier), half- and quarter-hour ones and a half-hour DST (served from raw rows). The 400 days of
- * every scenario cross their changes of the clocks.
+ * tier, and on the native engine from their offsets' daily tiers), half- and quarter-hour ones and
+ * a half-hour DST (served from raw rows), and London, whose winter days are UTC days (the daily
+ * tier). The 400 days of every scenario cross their changes of the clocks.
  */
-export const ZONES = ['Europe/Madrid', 'Asia/Kolkata', 'America/New_York', 'Asia/Kathmandu', 'Australia/Sydney', 'Australia/Lord_Howe']
+export const ZONES = ['Europe/Madrid', 'Asia/Kolkata', 'America/New_York', 'Asia/Kathmandu', 'Australia/Sydney', 'Australia/Lord_Howe', 'Europe/London']
 export const ZONED_ROLLUPS = ['1h', '6h', '1d', '1w', '1M', '1y']
 export const SENSORS = [55, 56]
 const START = Date.UTC(2025, 0, 1)

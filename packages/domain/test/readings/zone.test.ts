@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import { DateTime } from 'luxon'
 import t from 'tap'
-import { TIERS } from '@esp/db'
+import { dayOffsetTier, type Tier, TIERS } from '@esp/db'
 import { ApiError } from '../../src/errors.js'
-import { planSegments } from '../../src/readings/planner.js'
+import { planSegments, planZoneSegments } from '../../src/readings/planner.js'
 import { bucketStart, bucketStartsBetween, countBuckets, inZone, nextBucket, parseRollup } from '../../src/readings/rollup.js'
 import { parseTimeZone } from '../../src/readings/zone.js'
 
@@ -114,4 +114,31 @@ t.test('the planner: local days from the hourly tier where offsets are whole hou
   t.same(sources('1d', 'Asia/Kolkata'), ['raw'], 'half-hour offsets: raw rows')
   t.same(sources('1d', 'Africa/Abidjan'), ['daily'], 'a zone at UTC all year: its days are the daily tier\'s')
   t.same(planSegments(parseRollup('1d'), from, until, TIERS).map((s) => typeof s.source === 'string' ? s.source : s.source.name), ['daily'], 'UTC days: the daily tier, as before')
+})
+
+t.test("the planner: a zone's whole days from its offsets' daily tiers, the days the clocks change from hours", async (t) => {
+  const from = at('2025-11-26T05:30:00Z')
+  const until = at('2026-11-26T00:00:00Z')
+  const madrid = new Map([3_600_000, 7_200_000].map((offset) => [offset, dayOffsetTier(offset)]))
+  const plan = (rollup: string, zone: string, tiers: ReadonlyMap<number, Tier>): string[] => {
+    const r = zoned(rollup, zone)
+    return planZoneSegments(r, from, until, TIERS, r.zone?.alignmentBetween(from.getTime(), until.getTime()), tiers)
+      .map((s) => `${typeof s.source === 'string' ? s.source : s.source.offsetMinutes === undefined ? s.source.name : `+${s.source.offsetMinutes / 60}h`} ${s.from.toISOString().slice(0, 16)}..${s.until.toISOString().slice(0, 16)}`)
+  }
+  t.same(plan('1d', 'Europe/Madrid', madrid), [
+    'raw 2025-11-26T05:30..2025-11-26T06:00',
+    'hourly 2025-11-26T06:00..2025-11-26T23:00',
+    '+1h 2025-11-26T23:00..2026-03-28T23:00',
+    'hourly 2026-03-28T23:00..2026-03-29T22:00',
+    '+2h 2026-03-29T22:00..2026-10-24T22:00',
+    'hourly 2026-10-24T22:00..2026-10-25T23:00',
+    '+1h 2026-10-25T23:00..2026-11-25T23:00',
+    'hourly 2026-11-25T23:00..2026-11-26T00:00'
+  ], 'the partial first day (its first half hour raw), winter, the 23-hour day, summer, the 25-hour day, winter, the partial last day')
+  t.same(plan('1M', 'Europe/Madrid', new Map([[3_600_000, dayOffsetTier(3_600_000)]])).filter((s) => s.startsWith('+')).length, 2, 'only the offsets that have a tier: the winters')
+  const sources = (segments: string[]): string[] => [...new Set(segments.map((s) => s.split(' ')[0] ?? ''))].sort()
+  t.same(sources(plan('1d', 'Europe/Madrid', new Map())), ['hourly', 'raw'], 'no tier: hours, as before')
+  t.same(sources(plan('6h', 'Europe/Madrid', madrid)), ['hourly', 'raw'], 'buckets shorter than a day: hours')
+  t.same(sources(plan('1w', 'Europe/London', new Map())), ['daily', 'hourly', 'raw'], "London's winter days are UTC days: the daily tier")
+  t.same(plan('1d', 'Asia/Kolkata', madrid).map((s) => s.split(' ')[0]), ['raw'], 'half-hour offsets: raw rows')
 })
