@@ -188,30 +188,39 @@ const GROUPED_TIER_SQL: StateSql = {
   last: ['(extract(epoch from max(last_at)) * 1000)::float8', '(array_agg(last_val order by last_at desc nulls last))[1]']
 }
 
+/** A piece of a range and the tier that serves it. */
+export interface TierPiece { tier: Tier, from: Date, until: Date }
+
+const TIER_COLUMNS = 'bucket, count, mean, m2, sum, min, max, first_at, first_val, last_at, last_val'
+
 /**
- * A tier's states merged in PostgreSQL into the buckets between `bounds` (ascending instants: each
+ * Tiers' states merged in PostgreSQL into the buckets between `bounds` (ascending instants: each
  * bucket's start, then the last one's end), in bucket order, each state's bucket its start. For
- * buckets the tier's do not fit as whole numbers (a time zone's days from UTC hours): a year of
- * local days comes back as 366 states rather than 8,760, and no row's time is converted.
+ * buckets the tiers' do not fit as whole numbers (a time zone's days from UTC hours): a year of
+ * local days comes back as 366 states rather than 8,760, and no row's time is converted. The
+ * pieces (a zone's runs of days from its offsets' daily tiers, the days its clocks change on from
+ * hours) are read in one statement, each piece an index range of its tier: one round trip.
  */
-export async function tierStatesIn (runner: Runner, tier: Tier, q: StateQuery & { fn?: string, bounds: readonly number[] }): Promise<BucketStates> {
+export async function tierStatesIn (runner: Runner, pieces: readonly TierPiece[], q: { deviceId: number, sensorId: number, fn?: string, bounds: readonly number[] }): Promise<BucketStates> {
   const parts = partsFor(q.fn)
+  if (pieces.length === 0) return unpack(null, parts)
   const columns = stateExpressions(GROUPED_TIER_SQL, parts)
   const names = columns.map((_, i) => `c${i}`)
   const groupMean = parts.includes('meanM2')
-    ? ', sum(tier.count * tier.mean) over (partition by width_bucket(tier.bucket, $5::timestamptz[])) / nullif(sum(tier.count) over (partition by width_bucket(tier.bucket, $5::timestamptz[])), 0) as group_mean'
+    ? ', sum(tier.count * tier.mean) over (partition by width_bucket(tier.bucket, $3::timestamptz[])) / nullif(sum(tier.count) over (partition by width_bucket(tier.bucket, $3::timestamptz[])), 0) as group_mean'
     : ''
+  const rows = pieces.map(({ tier }, i) =>
+    `(select ${TIER_COLUMNS} from ${tier.table} where ${ofTier(tier)}device_id = $1 and sensor_id = $2 and bucket >= $${4 + 2 * i} and bucket < $${5 + 2 * i})`)
   const [row] = await runner.query<{ states: Uint8Array | null }>(`
     select string_agg(${packed(['s.b::float8', ...names])}, ''::bytea order by s.b) as states
     from (
       select grouped.b, ${columns.map((e, i) => `${e} as ${names[i] ?? ''}`).join(', ')}
       from (
-        select width_bucket(tier.bucket, $5::timestamptz[]) as b, tier.*${groupMean}
-        from ${tier.table} as tier
-        where ${ofTier(tier)}device_id = $1 and sensor_id = $2 and tier.bucket >= $3 and tier.bucket < $4
+        select width_bucket(tier.bucket, $3::timestamptz[]) as b, tier.*${groupMean}
+        from (${rows.join(' union all ')}) as tier
       ) as grouped
       group by grouped.b
-    ) as s`, [q.deviceId, q.sensorId, q.from, q.until, pgArrayLiteral(q.bounds.map((ms) => new Date(ms)))])
+    ) as s`, [q.deviceId, q.sensorId, pgArrayLiteral(q.bounds.map((ms) => new Date(ms))), ...pieces.flatMap((piece) => [piece.from, piece.until])])
   // Each state's bucket is its group's index (1 for the first bucket): its start is that bound.
   const states = unpack(row?.states, parts)
   for (let i = 0; i < states.length; i++) states.setBucket(i, q.bounds[states.bucket(i) - 1] as number)

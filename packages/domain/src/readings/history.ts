@@ -1,4 +1,4 @@
-import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, tierStates, tierStatesIn, TIERS } from '@esp/db'
+import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, type TierPiece, tierStates, tierStatesIn, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
@@ -66,6 +66,22 @@ const RAW_PIECES_MAX = 4
  * of folded here: its pairs would be megabytes in the process.
  */
 const RAW_PAIRS_MAX = 200_000
+/**
+ * On a zone's clock, neighbouring tier segments joined into runs, each read in one statement
+ * (TierPiece: the same shape); raw segments stay apart, so the parts still come in time order.
+ */
+function zoneTierRuns (segments: Segment[], zoned: boolean): Array<Segment | TierPiece[]> {
+  if (!zoned) return segments
+  const runs: Array<Segment | TierPiece[]> = []
+  for (const segment of segments) {
+    const last = runs.at(-1)
+    if (segment.source === 'raw') runs.push(segment)
+    else if (Array.isArray(last)) last.push({ tier: segment.source, from: segment.from, until: segment.until })
+    else runs.push([{ tier: segment.source, from: segment.from, until: segment.until }])
+  }
+  return runs
+}
+
 function splitRaw (segment: Segment): Segment[] {
   if (segment.source !== 'raw') return [segment]
   const length = segment.until.getTime() - segment.from.getTime()
@@ -254,16 +270,18 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   const keyOf = bucketKeyer(rollup)
   // A zone's whole days come from its offsets' daily tiers where the deployment keeps them.
   const plan = rollup.zone === undefined ? planSegments(rollup, from, until, TIERS) : planZoneSegments(rollup, from, until, TIERS, zoneAlignment, await dayOffsetTiers(runner))
-  const parts = await Promise.all(plan.flatMap(splitRaw).map(async (segment) => {
-    const q = { ...base, from: segment.from, until: segment.until }
-    if (segment.source !== 'raw') {
-      if (rollup.zone === undefined) return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
-      // On a zone's clock, PostgreSQL merges the tier's rows into the buckets, given their bounds.
-      const starts = bucketStartsBetween(segment.from, new Date(segment.until.getTime() - 1), rollup, Number.MAX_SAFE_INTEGER) ?? []
+  const parts = await Promise.all(zoneTierRuns(plan.flatMap(splitRaw), rollup.zone !== undefined).map(async (segment) => {
+    if (Array.isArray(segment)) {
+      // On a zone's clock, PostgreSQL merges the tiers' rows into the buckets, given their bounds:
+      // a run of tier pieces (days of several offsets, hours between them) in one statement.
+      const first = segment[0]?.from ?? from
+      const starts = bucketStartsBetween(first, new Date((segment.at(-1)?.until ?? first).getTime() - 1), rollup, Number.MAX_SAFE_INTEGER) ?? []
       const last = starts[starts.length - 1]
       const bounds = last === undefined ? [] : [...starts.map((start) => start.getTime()), nextBucket(last, rollup).getTime()]
-      return { rows: await tierStatesIn(runner, segment.source, { ...q, fn, bounds }), binned: true }
+      return { rows: await tierStatesIn(runner, segment, { ...base, fn, bounds }), binned: true }
     }
+    const q = { ...base, from: segment.from, until: segment.until }
+    if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
     // Folded here, from the rows packed as pairs: PostgreSQL's grouping of them (a hash table,
     // and an array a bucket for first and last) cost it more than reading them; too dense a
     // piece is grouped there all the same.
