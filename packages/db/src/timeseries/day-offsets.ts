@@ -99,8 +99,10 @@ export async function dayOffsetTiers (runner: Runner): Promise<Map<number, Tier>
 export async function registerDayOffsets (sql: Sql, offsetsMs: readonly number[], log?: (message: string) => void): Promise<number[]> {
   const wanted = [...new Set(offsetsMs)].filter(isTierableOffset)
   if (wanted.length === 0 || await engineName(postgresRunner(sql)) !== 'native') return []
+  // Known ones take no lock: every start of every service names them again.
+  const registered = new Set((await sql<{ offset_minutes: number }[]>`select offset_minutes from readings_day_offsets`).map((r) => r.offset_minutes * MINUTE_MS))
   const added: number[] = []
-  for (const offsetMs of wanted) {
+  for (const offsetMs of wanted.filter((offset) => !registered.has(offset))) {
     const minutes = offsetMs / MINUTE_MS
     const done = await sql.begin(async (tx) => {
       await tx`lock table readings_hourly in share mode`
