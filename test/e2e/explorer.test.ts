@@ -225,7 +225,10 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     // The kit reports hourly: a day holds 23 or 24 of its hours, as the day's edges fall.
     const times = csv.slice(1).map((line) => Date.parse(line.split(',')[0] ?? ''))
     t.ok(csv.length - 1 >= 23 * 12, `a day of the kit's values (${csv.length - 1} values)`)
-    t.ok(times.every((ms) => ms >= Date.parse(query.get('from') ?? '') && ms <= Date.parse(query.get('to') ?? '')), 'every one within the range shown')
+    // The range ends at the click (the link's address is brought up to date then), so the download's own address tells it.
+    const asked = new URL(download.url()).searchParams
+    t.ok(Date.parse(asked.get('to') ?? '') - Date.parse(asked.get('from') ?? '') === 86_400_000, 'downloaded: a day')
+    t.ok(times.every((ms) => ms >= Date.parse(asked.get('from') ?? '') && ms <= Date.parse(asked.get('to') ?? '')), 'every value within the day downloaded')
     t.match(csv.join('\n'), /31\.4/, 'with the reading posted during the test')
   })
 
