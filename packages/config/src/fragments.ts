@@ -36,7 +36,11 @@ export const MqttConfig = Type.Object({
   MQTT_BROKER_URL: Type.Optional(Type.String({ pattern: '^(mqtts?|wss?|tcp)://[^\\s]+$', description: 'an mqtt://, mqtts://, ws:// or wss:// URL' })),
   MQTT_CLIENT_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', description: 'letters, digits, dot, dash or underscore, at most 60' })),
   MQTT_SHARED_GROUP: Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', default: 'esp-ingest', description: 'letters, digits, dot, dash or underscore, at most 60' }),
-  MQTT_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'an integer from 1 to 64' })
+  MQTT_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'an integer from 1 to 64' }),
+  // Clustered mode (issue 24): the nodes of a RabbitMQ cluster, comma-separated, tried in turn.
+  BROKER_AMQP_URLS: Type.Optional(Type.String({ pattern: '^amqps?://[^\\s,]+(,amqps?://[^\\s,]+)*$', description: 'amqp:// or amqps:// URLs, comma-separated' })),
+  BROKER_QUEUE: Type.String({ pattern: '^[A-Za-z0-9._-]{1,120}$', default: 'esp.ingest', description: 'letters, digits, dot, dash or underscore, at most 120' }),
+  BROKER_PREFETCH: Type.Integer({ minimum: 1, maximum: 10000, default: 500, description: 'an integer from 1 to 10000' })
 })
 
 export const LogConfig = Type.Object({

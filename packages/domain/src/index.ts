@@ -33,7 +33,7 @@ export { parseBatch, countValues, OLDEST_READING, type BatchLimits, type PostedV
 export { ingestReadings, resolveSensors, buildRows, tooManyValues, type IngestContext, type IngestDevice, type StoredReadings, type SensorMap } from './readings/ingest.js'
 export { ReadingsWriter, type WriterOptions } from './readings/writer.js'
 export { MessageIngest, type DeviceMessage, type MessageOutcome, type MessageIngestOptions } from './readings/message-ingest.js'
-export { storeStatus, markSeen, storeInventory, parseJsonObject, type MessageResult } from './devices/device-messages.js'
+export { storeStatus, markSeen, isActiveDeviceToken, storeInventory, parseJsonObject, type MessageResult } from './devices/device-messages.js'
 export { planSegments, tierServes, type Segment } from './readings/planner.js'
 export { readingsHistory, historyJson, DEFAULT_WINDOW_MS, type HistoryParams, type HistoryContext, type HistoryResult } from './readings/history.js'
 export { readingsHistories, historiesJson, asksForSeveralSensors, MAX_SENSORS_PER_REQUEST, type HistoriesResult } from './readings/histories.js'

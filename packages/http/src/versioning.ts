@@ -3,7 +3,7 @@
  * `application/vnd.<vendor>; version=N` (contract: Versioning; behaviour.md §0). Routes live under
  * `/v<N>`; this maps every request onto that tree before routing.
  */
-const UNVERSIONED = /^\/(health|metrics|docs|mqtt|explorer)(\/|$)/
+const UNVERSIONED = /^\/(health|metrics|docs|mqtt|explorer|broker)(\/|$)/
 const VERSIONED = /^\/v\d+(\/|$)/
 
 export function createUrlRewriter (vendor: string): (url: string, accept: string | undefined) => string {

@@ -5,6 +5,8 @@ import { type Database, loadEngine, postgresRunner } from '@esp/db'
 import { AuthThrottle, type Clock, DEFAULT_THROTTLE, type IngestContext, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
+import { clusterBrokerPlugin } from './broker/cluster.js'
+import { brokerAuthRoutes } from './broker/cluster-auth.js'
 import { externalBrokerPlugin } from './broker/external.js'
 import { EVERYONE, LiveFeed, type Publish, SubscriberIndex } from './broker/live-feed.js'
 import type { IngestRouteContext } from './context.js'
@@ -20,12 +22,21 @@ export interface ExternalBroker {
   connections: number
 }
 
+/** Clustered mode: consume the device messages of a RabbitMQ cluster (BROKER_AMQP_URLS). */
+export interface BrokerCluster {
+  urls: readonly string[]
+  queue: string
+  prefetch: number
+}
+
 export interface IngestDeps {
   database: Database
   /** where the embedded broker listens; tests leave it out and drive the broker in-process */
   mqtt?: MqttListenOptions | undefined
   /** when set, no broker is embedded */
   externalBroker?: ExternalBroker | undefined
+  /** when set, no broker is embedded either */
+  brokerCluster?: BrokerCluster | undefined
   maxValues: number
   maxFutureSeconds: number
   /** largest JSON readings payload over MQTT (the HTTP body limit) */
@@ -54,7 +65,8 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   await engine.prepare(postgresRunner(deps.database.sql), [0, 1, 2, 3].map((m) => new Date(now + m * 31 * 24 * 3600 * 1000)))
   // The feed publishes through whichever broker is registered below.
   let publish: Publish = () => {}
-  const subscribers = deps.externalBroker === undefined ? new SubscriberIndex() : undefined
+  const embedded = deps.externalBroker === undefined && deps.brokerCluster === undefined
+  const subscribers = embedded ? new SubscriberIndex() : undefined
   const feed = new LiveFeed((topic, payload) => { publish(topic, payload) }, { publishPrivate: subscribers !== undefined, audience: subscribers ?? EVERYONE })
   const stats = newStats()
   app.decorate('mqttStats', stats)
@@ -76,17 +88,25 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   }
   app.decorate('mqttIngest', messages.ingest)
   const external = deps.externalBroker
-  if (external === undefined) {
+  const cluster = deps.brokerCluster
+  const throttle = app.hasDecorator('authThrottle') ? app.authThrottle : new AuthThrottle(new MemoryThrottleStore(() => clock().getTime()), DEFAULT_THROTTLE)
+  const authenticator = app.hasDecorator('authenticator') ? app.authenticator : null
+  if (cluster !== undefined) {
+    await app.register(clusterBrokerPlugin, { ...cluster, messages })
+    publish = app.brokerCluster.publish
+    // The cluster asks these who may connect, publish and subscribe (its HTTP auth backend).
+    await app.register(brokerAuthRoutes, { sql: deps.database.sql, throttle, now: clock, log: app.log.child({ component: 'broker-auth' }), health: messages.health })
+  } else if (external === undefined) {
     await app.register(brokerPlugin, {
       listen: deps.mqtt,
       subscribers,
       access: {
         db: deps.database.db,
         sql: deps.database.sql,
-        authenticator: app.hasDecorator('authenticator') ? app.authenticator : null,
+        authenticator,
         // The server's throttle, so HTTP and MQTT failures count together; a server without auth
         // (tests of the broker alone) still counts forwarding credentials.
-        throttle: app.hasDecorator('authThrottle') ? app.authThrottle : new AuthThrottle(new MemoryThrottleStore(() => clock().getTime()), DEFAULT_THROTTLE),
+        throttle,
         now: clock,
         messages: { ...messages, log: app.log.child({ component: 'mqtt' }) },
         feed

@@ -48,6 +48,12 @@ export async function markSeen (sql: Sql, token: string, now: Date): Promise<Mes
   return rows.length > 0 ? 'stored' : 'unknown_device'
 }
 
+/** Whether an active device has this token: the clustered broker's check before a device publishes. */
+export async function isActiveDeviceToken (sql: Sql, token: string): Promise<boolean> {
+  const rows = await sql`select 1 from devices where device_token = ${token} and archived_at is null`
+  return rows.length > 0
+}
+
 /** `device/inventory`: the factory test report, kept as sent; its JSON form when it parses. */
 export async function storeInventory (sql: Sql, payload: Buffer, now: Date): Promise<MessageResult> {
   if (payload.length > MAX_INVENTORY_BYTES) return 'rejected'

@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, DeviceTokenGuesses, safeEqual, type Viewer } from '@esp/domain'
+import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, type CredentialGate, DeviceTokenGuesses, safeEqual, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -40,6 +40,20 @@ function addressOf (client: Client): string {
 }
 
 /**
+ * Forwarding credentials (behaviour.md §9.4): `not_forwarding` when the username is no user's
+ * forwarding username, null when the token is wrong, counted by the throttle either way. One home
+ * for the check, shared by the embedded broker and the clustered broker's auth backend.
+ */
+export async function forwardingLogin (sql: Sql, gate: CredentialGate, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string } | null | 'not_forwarding'> {
+  const [forwarding] = await sql<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null }[]>`
+    select id, username, role, forwarding_token from users
+    where forwarding_username = ${username} and archived_at is null`
+  if (forwarding === undefined) return 'not_forwarding'
+  const proved = await gate.verify(username, async () => forwarding.forwarding_token !== null && safeEqual(forwarding.forwarding_token, password) ? true : null)
+  return proved === null ? null : { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
+}
+
+/**
  * A user proved by forwarding credentials, or by an access token as the password. Both pass the
  * throttle, which refuses a locked-out caller before the secret is compared: forwarding
  * credentials count for the address and the forwarding username, a token (which names no
@@ -48,13 +62,8 @@ function addressOf (client: Client): string {
  */
 async function userOf (deps: AccessDeps, address: string, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string | null } | null> {
   const gate = deps.throttle.gate(address)
-  const [forwarding] = await deps.sql<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null }[]>`
-    select id, username, role, forwarding_token from users
-    where forwarding_username = ${username} and archived_at is null`
-  if (forwarding !== undefined) {
-    const proved = await gate.verify(username, async () => forwarding.forwarding_token !== null && safeEqual(forwarding.forwarding_token, password) ? true : null)
-    return proved === null ? null : { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
-  }
+  const forwarding = await forwardingLogin(deps.sql, gate, username, password)
+  if (forwarding !== 'not_forwarding') return forwarding
   const authenticator = deps.authenticator
   if (authenticator === null || password.split('.').length !== 3) return null
   // The HTTP side's check: the same prepared statement, remembered tokens and revocations.

@@ -21,6 +21,16 @@ export const DEVICE_TOPIC_FILTERS = [
   'device/inventory'
 ] as const
 
+/**
+ * RabbitMQ's MQTT plugin turns a topic into an AMQP routing key by swapping `/` and `.`
+ * (rabbit_mqtt_util:mqtt_to_amqp); the swap is its own inverse.
+ */
+export const routingKeyOf = (topic: string): string => topic.replace(/[./]/g, (c) => c === '/' ? '.' : '/')
+export const topicOfRoutingKey = routingKeyOf
+
+/** The device topic filters as bindings of the clustered broker's queue (`+` is AMQP's `*`). */
+export const DEVICE_ROUTING_PATTERNS = DEVICE_TOPIC_FILTERS.map((filter) => routingKeyOf(filter).replace(/\+/g, '*'))
+
 const SUFFIXES: Record<string, DeviceTopicKind> = { readings: 'readings', 'readings/raw': 'raw', info: 'info', hello: 'hello' }
 // A token is one topic level; the firmware's are 6 hex characters, older platforms' longer.
 const TOKEN = /^[^/+#\s]{1,64}$/

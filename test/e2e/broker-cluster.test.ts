@@ -1,0 +1,191 @@
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import t from 'tap'
+import mqtt, { type MqttClient } from 'mqtt'
+import { freePort } from '@esp/db'
+import { createTestDatabase } from '@esp/db/testing'
+import { sample } from '../helpers/metrics.js'
+import { collect, connectMqtt, subscribeGranted, until } from '../helpers/mqtt.js'
+import { startProcess, type Started } from '../helpers/process.js'
+import { startRabbitCluster } from '../helpers/rabbitmq.js'
+
+/**
+ * Issue 24: a three-node RabbitMQ cluster in front of two ingest instances. Kits publish at QoS 1
+ * the whole time; one broker node (the queue's leader) is killed with -9, then one ingest
+ * instance. Every PUBACKed reading must be stored exactly once, and every kit keeps publishing
+ * through the nodes left.
+ */
+
+const KITS = 24
+/** each kit publishes a reading this often, with at most IN_FLIGHT unacknowledged */
+const EVERY_MS = 40
+const IN_FLIGHT = 10
+const START = Date.UTC(2026, 0, 1)
+const SENSOR = 55
+
+const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+
+interface Kit {
+  token: string
+  client: MqttClient
+  /** message m: when it was published */
+  published: number[]
+  /** message m -> when its PUBACK came */
+  acked: Map<number, number>
+  stop: () => Promise<void>
+}
+
+/** A kit on the cluster: it knows every node, goes to the next when one fails, and resends what was not acknowledged. */
+async function kit (ports: number[], token: string, first: number): Promise<Kit> {
+  const servers = ports.map((_, i) => ({ host: '127.0.0.1', port: ports[(first + i) % ports.length] ?? 0 }))
+  const client = await mqtt.connectAsync({ servers, clientId: token, reconnectPeriod: 250, connectTimeout: 5000 })
+  const published: number[] = []
+  const acked = new Map<number, number>()
+  const timer = setInterval(() => {
+    if (published.length - acked.size >= IN_FLIGHT) return
+    const m = published.length
+    published.push(Date.now())
+    const at = new Date(START + m * 60_000).toISOString().replace('.000', '')
+    client.publish(`device/sck/${token}/readings`, JSON.stringify({ data: [{ recorded_at: at, sensors: [{ id: SENSOR, value: m }] }] }), { qos: 1 }, (err) => {
+      if (err === undefined || err === null) acked.set(m, Date.now())
+    })
+  }, EVERY_MS)
+  return {
+    token,
+    client,
+    published,
+    acked,
+    stop: async () => {
+      clearInterval(timer)
+      await until(() => acked.size === published.length, 30_000, `the PUBACKs of ${token}`).catch(() => {})
+      await client.endAsync(true)
+    }
+  }
+}
+
+/**
+ * The load balancer in front of the ingest instances' auth backend, as nginx is in compose: each
+ * request to the next instance, and to another when one does not answer.
+ */
+async function authBalancer (t: Tap, bases: () => string[]): Promise<string> {
+  let next = 0
+  const server = createServer((req, res) => {
+    const targets = bases()
+    const attempt = (left: number): void => {
+      const base = targets[next++ % targets.length] ?? ''
+      const forward = httpRequest(`${base}${req.url ?? '/'}`, { method: 'GET', timeout: 5000 }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'text/plain' })
+        answer.pipe(res)
+      })
+      forward.on('error', () => { if (left > 1) attempt(left - 1); else { res.writeHead(502); res.end('deny') } })
+      forward.end()
+    }
+    attempt(targets.length)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(async () => { await new Promise((resolve) => server.close(resolve)) })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/broker/auth`
+}
+
+interface Tap { teardown: (fn: () => unknown) => void }
+
+t.test('a three-node broker cluster and two ingest instances: a broker node and an ingest instance killed with -9, nothing acknowledged is lost', async (t) => {
+  const database = await createTestDatabase(t)
+  const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('cluster', 'cluster@example.org') returning id`
+  const tokens = Array.from({ length: KITS }, (_, i) => `c1a5${i.toString(16).padStart(2, '0')}`)
+  await database.sql`
+    insert into devices (owner_id, name, device_token, state)
+    select ${owner?.id ?? 0}, 'kit ' || token, token, 'never_published' from unnest(${tokens}::text[]) as token`
+
+  const ingestPorts = [await freePort(), await freePort()]
+  const alive = new Set([0, 1])
+  const authUrl = await authBalancer(t, () => [...alive].map((i) => `http://127.0.0.1:${ingestPorts[i] ?? 0}`))
+  const cluster = await startRabbitCluster(t, { authUrl })
+  const amqpUrls = cluster.nodes.map((n) => n.amqpUrl)
+  const instances: Started[] = ingestPorts.map((port, i) => startProcess(t, 'services/ingest/src/main.ts', {
+    PORT: String(port),
+    DATABASE_URL: database.url,
+    // Each instance starts on a different node.
+    BROKER_AMQP_URLS: [...amqpUrls.slice(i), ...amqpUrls.slice(0, i)].join(','),
+    BROKER_PREFETCH: '200'
+  }))
+  for (const instance of instances) await instance.waitFor(/MQTT\s+broker cluster/, 60_000)
+
+  const mqttPorts = cluster.nodes.map((n) => Number(new URL(n.mqttUrl).port))
+  const kits = await Promise.all(tokens.map(async (token, i) => await kit(mqttPorts, token, i % mqttPorts.length)))
+  t.teardown(async () => { await Promise.all(kits.map(async (k) => await k.client.endAsync(true))) })
+  const stored = async (): Promise<number> => Number((await database.sql`select count(*)::int as n from readings`)[0]?.n)
+  await until(async () => await stored() >= KITS * 20, 60_000, 'readings stored before the faults')
+
+  // The edge: the broker asks ingest, and refuses before anything reaches the queue.
+  const node = cluster.nodes[1]?.mqttUrl ?? ''
+  // RabbitMQ 3.10 answers a refused subscription by closing the connection.
+  const snooper = await connectMqtt(t, node, { clientId: 'snooper' })
+  const snooperClosed = new Promise<'closed'>((resolve) => { snooper.once('close', () => { resolve('closed') }) })
+  t.ok([128, 'closed'].includes(await Promise.race([subscribeGranted(snooper, 'device/sck/#').catch(async () => await snooperClosed), snooperClosed]) ?? 0),
+    'device topics, which carry tokens, cannot be subscribed to')
+  const listener = await connectMqtt(t, node, { clientId: 'live-listener' })
+  t.equal(await subscribeGranted(listener, 'devices/+/readings'), 0, 'live readings can')
+  const live = collect(listener)
+  await live.waitFor(1, 10_000)
+  t.match(live.messages[0]?.topic, /^devices\/\d+\/readings$/, 'ingest publishes what it stored to the live topics through the cluster')
+  const refused = async (clientId: string, token: string): Promise<boolean> => {
+    const client = await connectMqtt(t, node, { clientId })
+    const closed = new Promise<boolean>((resolve) => { client.once('close', () => { resolve(true) }) })
+    client.publish(`device/sck/${token}/readings`, JSON.stringify({ data: [{ recorded_at: '2026-01-01T00:00:00Z', sensors: [{ id: SENSOR, value: -1 }] }] }), { qos: 1 })
+    return await Promise.race([closed, sleep(5000).then(() => false)])
+  }
+  t.ok(await refused('0ddba11', '0ddba11'), 'a token no device has is refused at the edge: the broker closes the connection')
+  t.ok(await refused('c1a500', 'c1a501'), "a kit cannot publish under another kit's token")
+  const [strays] = await database.sql<{ n: number }[]>`select count(*)::int as n from readings where value = -1`
+  t.equal(strays?.n, 0, 'nothing refused was stored')
+
+  // The node that leads the queue's replicas: the hardest one to lose.
+  const queues = JSON.parse(await cluster.ctl('list_queues', 'name', 'leader', '--formatter', 'json')) as Array<{ name: string, leader: string }>
+  const leader = queues.find((q) => q.name === 'esp.ingest')?.leader
+  const victim = cluster.nodes.find((n) => n.name === leader) ?? cluster.nodes[0]
+  t.ok(victim !== undefined && leader !== undefined, `the queue has a leader (${String(leader)})`)
+  const killedAt = Date.now()
+  await victim?.kill()
+  // Every kit acknowledged again after the kill: the kits on that node moved to another.
+  await until(() => kits.every((k) => [...k.acked.values()].some((at) => at > killedAt)), 60_000, 'every kit acknowledged again after the node was killed')
+  const brokerRecoveryMs = Math.max(...kits.map((k) => Math.min(...[...k.acked.values()].filter((at) => at > killedAt)))) - killedAt
+
+  await sleep(1000)
+  const ingestKilledAt = Date.now()
+  instances[0]?.child.kill('SIGKILL')
+  alive.delete(0)
+  await instances[0]?.exited
+  const storedAtKill = await stored()
+  await until(async () => await stored() > storedAtKill + KITS * 5, 60_000, 'the other instance goes on storing')
+  const ingestRecoveryMs = Date.now() - ingestKilledAt
+
+  await sleep(2000)
+  await Promise.all(kits.map(async (k) => { await k.stop() }))
+  for (const k of kits) t.ok([...k.acked.values()].some((at) => at > ingestKilledAt), `${k.token} kept publishing through both faults`)
+
+  const acknowledged = kits.reduce((sum, k) => sum + k.acked.size, 0)
+  // What was acknowledged is in the queue, replicated: the instance left stores all of it.
+  const missing = async (): Promise<number> => {
+    const rows = await database.sql<{ token: string, m: number }[]>`
+      select d.device_token as token, ((extract(epoch from r.recorded_at) * 1000 - ${START}) / 60000)::int as m
+      from readings r join devices d on d.id = r.device_id`
+    const have = new Set(rows.map((r) => `${r.token}:${r.m}`))
+    return kits.reduce((sum, k) => sum + [...k.acked.keys()].filter((m) => !have.has(`${k.token}:${m}`)).length, 0)
+  }
+  await until(async () => await missing() === 0, 60_000, 'every acknowledged reading stored').catch(() => {})
+  const lost = await missing()
+  const [counts] = await database.sql<{ n: number, distinct: number }[]>`
+    select count(*)::int as n, count(distinct (device_id, sensor_id, recorded_at))::int as distinct from readings`
+  const [wrong] = await database.sql<{ n: number }[]>`
+    select count(*)::int as n from readings where value <> (extract(epoch from recorded_at) * 1000 - ${START}) / 60000`
+  const metrics = await (await fetch(`http://127.0.0.1:${ingestPorts[1] ?? 0}/metrics`)).text()
+  const redelivered = sample(metrics, 'esp_mqtt_readings_duplicates_total') ?? 0
+  t.comment(`readings acknowledged ${acknowledged}, stored ${counts?.n ?? 0}, lost ${lost}, stored twice ${(counts?.n ?? 0) - (counts?.distinct ?? 0)}, ` +
+    `redelivered and recognised as stored ${redelivered}; every kit acknowledged again ${brokerRecoveryMs} ms after the node was killed, ` +
+    `storing went on ${ingestRecoveryMs} ms after the ingest instance was`)
+  t.equal(lost, 0, 'every acknowledged reading is stored')
+  t.equal(counts?.n, counts?.distinct, 'none is stored twice')
+  t.equal(wrong?.n, 0, 'each reading is the one its kit published')
+  t.ok((counts?.n ?? 0) >= acknowledged, 'what was stored includes every acknowledged reading')
+})
