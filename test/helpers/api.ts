@@ -19,7 +19,7 @@ export interface ApiHarness {
 }
 
 /** The api service on the shared server, with authentication, on a database of the file's own; a test clock is the clock of token checks too, so tokens it issues do not expire in real time. */
-export async function buildApi (t: Tap, options: { deps?: Partial<ApiDeps>, server?: Partial<ServerOptions>, auth?: Partial<AuthOptions>, extra?: (app: FastifyInstance, database: Database, dataDir: string) => Promise<void> } = {}): Promise<ApiHarness> {
+export async function buildApi (t: Tap, options: { deps?: Partial<ApiDeps>, server?: Partial<ServerOptions>, auth?: Partial<AuthOptions>, extra?: (app: FastifyInstance, database: Database, dataDir: string) => Promise<void>, database?: Database } = {}): Promise<ApiHarness> {
   const dataDir = tempDataDir(t)
   let db: Database | undefined
   const { app, database } = await buildTestServer(t, async (app, database) => {
@@ -34,7 +34,7 @@ export async function buildApi (t: Tap, options: { deps?: Partial<ApiDeps>, serv
       ...options.deps
     })
     await options.extra?.(app, database, dataDir)
-  }, (database) => ({ auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: options.deps?.clock ?? systemClock, ...options.auth }, uploadMaxBytes: 256 * 1024, ...options.server }))
+  }, (database) => ({ auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: options.deps?.clock ?? systemClock, ...options.auth }, uploadMaxBytes: 256 * 1024, ...options.server }), options.database)
   void db
   return { app, database, dataDir }
 }

@@ -21,9 +21,11 @@ export const testHttpOptions: ServerOptions = {
 export async function buildTestServer (
   t: Tap,
   register: (app: FastifyInstance, database: Database) => Promise<void>,
-  overrides: Partial<ServerOptions> | ((database: Database) => Partial<ServerOptions>) = {}
+  overrides: Partial<ServerOptions> | ((database: Database) => Partial<ServerOptions>) = {},
+  /** a database of the test's own (e.g. on a server it started) instead of a clone of the template */
+  own?: Database
 ): Promise<{ app: FastifyInstance, database: Database }> {
-  const database = await createTestDatabase(t)
+  const database = own ?? await createTestDatabase(t)
   const app = await buildServer({ ...testHttpOptions, ...(typeof overrides === 'function' ? overrides(database) : overrides) })
   await register(app, database)
   await app.ready()

@@ -7,6 +7,11 @@ const port = (fallback: number, what: string) =>
 export const DbConfig = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// URL' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: 10, description: 'an integer from 1 to 500' }),
+  // Streaming replicas the api reads anonymous answers from; each gets a
+  // pool of DATABASE_POOL_MAX. Unset: everything reads the primary.
+  DATABASE_READ_URL: Type.Optional(Type.String({ pattern: '^ *postgres(ql)?://[^\\s,]+( *, *postgres(ql)?://[^\\s,]+)* *$', description: 'postgres:// URLs separated by commas' })),
+  // The bound of a replica's staleness; the default matches the max-age of public answers.
+  DATABASE_READ_MAX_LAG_SECONDS: Type.Integer({ minimum: 2, maximum: 3600, default: 5, description: 'an integer of seconds from 2 to 3600' }),
   DATA_DIR: Type.String({ minLength: 1, default: './.data', description: 'a folder path' }),
   TS_ENGINE: Type.Optional(Type.Union([Type.Literal('timescale'), Type.Literal('native')], { description: '"timescale" or "native"' })),
   // The zones whose local days get daily tiers of their own (issue 23): each costs a statement a write.

@@ -28,10 +28,15 @@ export function loadConfig<S extends TObject> (schema: S, env: Env): Static<S> {
   for (const error of Value.Errors(schema, converted)) {
     const key = error.path.replace(/^\//, '')
     const got = input[key]
-    problems.push(`${key} ${describe(error.schema, error.message)}${got === undefined ? ' (it is not set)' : ` (got ${JSON.stringify(got)})`}`)
+    problems.push(`${key} ${describe(error.schema, error.message)}${got === undefined ? ' (it is not set)' : ` (got ${JSON.stringify(withoutPasswords(got))})`}`)
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return converted as Static<S>
+}
+
+/** A bad URL is shown back without the password in it (DATABASE_URL, DATABASE_READ_URL, ...). */
+function withoutPasswords (value: unknown): unknown {
+  return typeof value === 'string' ? value.replace(/(\/\/[^:/@\s,]*:)[^@\s,]*@/g, '$1***@') : value
 }
 
 function describe (schema: unknown, fallback: string): string {

@@ -39,3 +39,15 @@ t.test('CORS_ORIGINS takes a comma-separated list of origins', async (t) => {
   t.equal(loadConfig(Schema, { CORS_ORIGINS: 'https://a.example.org,http://localhost:8080' }).CORS_ORIGINS, 'https://a.example.org,http://localhost:8080')
   t.throws(() => loadConfig(Schema, { CORS_ORIGINS: 'a.example.org' }), /CORS_ORIGINS/)
 })
+
+t.test('DATABASE_READ_URL takes postgres URLs separated by commas; the lag limit has a default', async (t) => {
+  t.equal(loadConfig(Schema, {}).DATABASE_READ_URL, undefined)
+  t.equal(loadConfig(Schema, {}).DATABASE_READ_MAX_LAG_SECONDS, 5)
+  const urls = 'postgres://esp:secret@replica-1:5432/esp, postgresql://esp:secret@replica-2/esp'
+  t.equal(loadConfig(Schema, { DATABASE_READ_URL: urls, DATABASE_READ_MAX_LAG_SECONDS: '30' }).DATABASE_READ_URL, urls)
+  const error = t.throws(() => loadConfig(Schema, { DATABASE_READ_URL: 'postgres://esp:secret@replica-1/esp,mysql://esp:hunter2@x/db', DATABASE_READ_MAX_LAG_SECONDS: '1' })) as ConfigError
+  t.equal(error.problems.length, 2, error.message)
+  t.match(error.message, /DATABASE_READ_URL must be postgres:\/\/ URLs separated by commas/)
+  t.notMatch(error.message, /secret|hunter2/, 'passwords are not shown back')
+  t.match(error.message, /esp:\*\*\*@replica-1/)
+})

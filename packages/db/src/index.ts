@@ -16,3 +16,4 @@ export { deviceReads, type ComponentRecord, type DeviceReads, type DeviceReadRow
 export { loadCatalogue, generationsReader, type CatalogueRows, type Generations, type MeasurementRow, type SensorRow, type KitRow, type TagRow, type TagSensorRow } from './queries/catalogue.js'
 export { withDeadline } from './deadline.js'
 export { trimOldest } from './bounded.js'
+export { ReadReplicas, parseLsn, databaseAddress, readUrls, type Replica, type ReplicaOptions, type ReplicaStatus } from './replicas.js'

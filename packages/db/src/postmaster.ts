@@ -21,7 +21,8 @@ import { withDeadline } from './deadline.js'
 /** setpriv is part of util-linux, which every glibc distribution the binaries run on installs. */
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((file) => existsSync(file))
 
-const READY = 'database system is ready to accept connections'
+// A standby (a read replica of the tests) says `ready to accept read-only connections`.
+const READY = /database system is ready to accept (read-only )?connections/
 
 /** SIGINT is a fast shutdown (sessions end, checkpoint); SIGQUIT an immediate one; then SIGKILL. */
 const SHUTDOWN_STEPS: ReadonlyArray<readonly [NodeJS.Signals, number]> = [['SIGINT', 30_000], ['SIGQUIT', 5_000], ['SIGKILL', 5_000]]
@@ -60,7 +61,7 @@ export async function spawnPostmaster (options: PostmasterOptions): Promise<Post
       options.onLog(text)
       if (ready) return
       tail = (tail + text).slice(-4096)
-      ready = tail.includes(READY)
+      ready = READY.test(tail)
       if (ready) resolve()
     })
     child.on('error', reject)

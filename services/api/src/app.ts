@@ -19,6 +19,7 @@ import { experimentRoutes } from './routes/v0/experiments.js'
 import { searchRoutes } from './routes/v0/search.js'
 import { exportRoutes } from './routes/v0/exports.js'
 import { explorerRoutes, type ExplorerOptions } from './explorer.js'
+import { installReadRouting } from './read-routing.js'
 
 export interface ApiDeps {
   database: Database
@@ -40,6 +41,8 @@ export interface ApiDeps {
   exportMaxConcurrent?: number
   /** the built explorer, served at /explorer/; browsers asking for / are sent there */
   explorer?: ExplorerOptions | undefined
+  /** streaming replicas for anonymous reads (DATABASE_READ_URL); without them everything reads `database` */
+  readReplicas?: { urls: readonly string[], maxLagSeconds: number, pollIntervalMs?: number } | undefined
 }
 
 /**
@@ -70,6 +73,15 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       maxBuckets: deps.maxBuckets ?? 50_000
     }
   }
+  // Before the routes: it wraps the handlers of the routes a replica may serve.
+  await installReadRouting(app, {
+    primary: deps.database,
+    primarySource: { database: deps.database, history: ctx.history, worldMap: ctx.worldMap, replica: undefined },
+    urls: deps.readReplicas?.urls ?? [],
+    maxLagSeconds: deps.readReplicas?.maxLagSeconds ?? 5,
+    pollIntervalMs: deps.readReplicas?.pollIntervalMs,
+    clock: ctx.clock
+  })
   app.addSchema(Device)
   app.addSchema(User)
   await app.register(async (v0) => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { type Static, Type } from '@sinclair/typebox'
 import { AuthConfig, DbConfig, ExplorerConfig, ExportConfig, HttpConfig, LogConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
-import type { Database } from '@esp/db'
+import { type Database, readUrls } from '@esp/db'
 import { archiveLinkSecret } from '@esp/domain'
 import { explorerDist } from '@esp/explorer'
 import type { ApiDeps } from './app.js'
@@ -10,7 +10,7 @@ import { explorerBuilt } from './explorer.js'
 export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, ReadingsConfig, ExportConfig, ExplorerConfig, LogConfig])
 export type ApiConfigType = Static<typeof ApiConfig>
 
-type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'READINGS_MAX_FUTURE_SECONDS' | 'CSV_IMPORT_MAX_BYTES' | 'EXPORT_MAX_CONCURRENT' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'EXPLORER_TILE_URL' | 'EXPLORER_TILE_ATTRIBUTION'>
+type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'READINGS_MAX_FUTURE_SECONDS' | 'CSV_IMPORT_MAX_BYTES' | 'EXPORT_MAX_CONCURRENT' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'EXPLORER_TILE_URL' | 'EXPLORER_TILE_ATTRIBUTION' | 'DATABASE_READ_URL' | 'DATABASE_READ_MAX_LAG_SECONDS'>
 
 /** The api's dependencies from validated configuration; the upload key is derived, never reused as is. */
 export function apiDeps (config: ApiSettings, database: Database, secret: string): ApiDeps {
@@ -30,6 +30,7 @@ export function apiDeps (config: ApiSettings, database: Database, secret: string
     csvImportMaxBytes: config.CSV_IMPORT_MAX_BYTES,
     exportMaxConcurrent: config.EXPORT_MAX_CONCURRENT,
     admin,
+    readReplicas: { urls: readUrls(config.DATABASE_READ_URL), maxLagSeconds: config.DATABASE_READ_MAX_LAG_SECONDS },
     // Served when it is built: `pnpm start` builds it, and so does the image (Dockerfile).
     explorer: explorerBuilt(explorerDist)
       ? { dir: explorerDist, tileUrl: config.EXPLORER_TILE_URL, tileAttribution: config.EXPLORER_TILE_ATTRIBUTION }

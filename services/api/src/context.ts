@@ -3,8 +3,12 @@ import type { Clock, JobSender, UploadStore, WorldMap } from '@esp/domain'
 
 /** What every api route plugin gets: no globals, so tests build it with their own database and clock. */
 export interface ApiContext {
+  /**
+   * The primary: writes, and reads that must see them. Routes read through `request.reads`
+   * (read-routing.ts), which is this unless a read replica may serve the request.
+   */
   database: Database
-  /** the time-series read path's runner on the same pool */
+  /** the time-series read path's runner on the primary's pool */
   history: Runner
   send: JobSender
   clock: Clock

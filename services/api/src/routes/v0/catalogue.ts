@@ -32,9 +32,10 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   const db = ctx.database.db
   // Single records and what lists embed come from the reference data in memory, never older
   // than a write that returned (reference-data.ts); lists and their filters stay in SQL.
-  const reference = referenceData(ctx.database.sql)
   // A generation read after the request arrived; a token's check already read one (generations.ts).
-  const fresh = async (reply?: FastifyReply) => await reference.fresh(reply === undefined ? undefined : performance.now() - reply.elapsedTime)
+  // Of the database the request reads (read-routing.ts): a replica's copy follows that replica.
+  const fresh = async (request: FastifyRequest, reply?: FastifyReply) =>
+    await referenceData(request.reads.database.sql).fresh(reply === undefined ? undefined : performance.now() - reply.elapsedTime)
 
   /** Filters, sort and page of a catalogue list, with the pagination headers. */
   function page (request: FastifyRequest, reply: FastifyReply, spec: FilterSpec) {
@@ -70,21 +71,21 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   })
 
   // sensors
-  const presentSensors = async (rows: Array<typeof sensors.$inferSelect>, reply?: FastifyReply) => {
-    const known = await fresh(reply)
+  const presentSensors = async (request: FastifyRequest, rows: Array<typeof sensors.$inferSelect>) => {
+    const known = await fresh(request)
     return rows.map((s) => known.presentSensorRow(s))
   }
   app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', { list: catalogue.sensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)
-    const [rows, known] = await Promise.all([listPage(db, sensors, query, sensors.id, undefined, query.orderBy), fresh(reply)])
+    const [rows, known] = await Promise.all([listPage(request.reads.database.db, sensors, query, sensors.id, undefined, query.orderBy), fresh(request, reply)])
     return done(rows).map((s) => known.presentSensorRow(s))
   })
   app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest, reply: FastifyReply) =>
-    sendJsonText(reply, catalogue.sensorIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.sensorIn(await fresh(request, reply), idParam(request))))
   app.post('/sensors', write('sensors', 'Add a sensor (admins); name and description are required', 'createSensor', 201), async (request, reply) => {
     const row = await catalogue.writeSensor(db, request.body, request.viewer)
     reply.code(201)
-    return (await presentSensors([row]))[0]
+    return (await presentSensors(request, [row]))[0]
   })
   for (const method of ['PATCH', 'PUT'] as const) {
     app.route({
@@ -94,7 +95,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
       handler: async (request: FastifyRequest<{ Params: { id: string } }>) => {
         catalogue.assertAdmin(request.viewer)
         const row = await catalogue.writeSensor(db, request.body, request.viewer, await catalogue.findSensor(db, idParam(request)))
-        return (await presentSensors([row]))[0]
+        return (await presentSensors(request, [row]))[0]
       }
     })
   }
@@ -102,10 +103,10 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // measurements
   app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', { list: catalogue.measurementFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.measurementFilters)
-    return done(await listPage(db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
+    return done(await listPage(request.reads.database.db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
   })
   app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest, reply: FastifyReply) =>
-    sendJsonText(reply, catalogue.measurementIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.measurementIn(await fresh(request, reply), idParam(request))))
   app.post('/measurements', write('measurements', 'Add a measurement (admins); name (unique) and description are required', 'createMeasurement', 201), async (request, reply) => {
     const row = await catalogue.writeMeasurement(db, request.body, request.viewer)
     reply.code(201)
@@ -126,20 +127,20 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // kits (older form)
   app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', { list: catalogue.kitFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.kitFilters)
-    const [rows, known] = await Promise.all([listPage(db, kits, query, kits.id), fresh(reply)])
+    const [rows, known] = await Promise.all([listPage(request.reads.database.db, kits, query, kits.id), fresh(request, reply)])
     // The kept copy is no older than the page: its kits' views are made once per generation.
     return done(rows).map((k) => known.kitView(k.id) ?? known.presentKitRow(k))
   })
   app.get('/kits/:id', read('kits', 'One kit with its sensors (older form)', 'getKit', KitId), async (request: FastifyRequest, reply: FastifyReply) =>
-    sendJsonText(reply, catalogue.kitIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.kitIn(await fresh(request, reply), idParam(request))))
 
   // tags
   app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagFilters)
-    return done(await listPage(db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
+    return done(await listPage(request.reads.database.db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
   })
   app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest, reply: FastifyReply) =>
-    sendJsonText(reply, catalogue.tagIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.tagIn(await fresh(request, reply), idParam(request))))
   app.post('/tags', write('tags', 'Add a tag (admins); the name is unique regardless of case', 'createTag', 201), async (request, reply) => {
     const row = await catalogue.writeTag(db, request.body, request.viewer)
     reply.code(201)
@@ -165,10 +166,10 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // tag sensors
   app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', { list: catalogue.tagSensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagSensorFilters)
-    return done(await listPage(db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
+    return done(await listPage(request.reads.database.db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
   })
   app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest, reply: FastifyReply) =>
-    sendJsonText(reply, catalogue.tagSensorIn(await fresh(reply), idParam(request))))
+    sendJsonText(reply, catalogue.tagSensorIn(await fresh(request, reply), idParam(request))))
   app.post('/tag_sensors', write('tags', 'Add a tag of sensors (admins); the name is required', 'createTagSensor', 201), async (request, reply) => {
     const row = await catalogue.writeTagSensor(db, request.body, request.viewer)
     reply.code(201)

@@ -58,7 +58,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), deviceService.deviceFilters, { admin: isAdmin(request.viewer) })
-    const { rows, total } = await deviceService.listDevices(ctx.database, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
+    const { rows, total } = await deviceService.listDevices(request.reads.database, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
     return presentDevices(rows, options(request))
   })
@@ -70,7 +70,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       operationId: 'worldMap',
       response: { 200: Type.Array(WorldMapItem), ...errorResponses(429) }
     }
-  }, async (request, reply) => await sendMap(request, reply, await ctx.worldMap.publicMap(), 'public, max-age=30'))
+  }, async (request, reply) => await sendMap(request, reply, await request.reads.worldMap.publicMap(), 'public, max-age=30'))
 
   app.get('/devices/fresh_world_map', {
     schema: {
@@ -79,7 +79,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       operationId: 'freshWorldMap',
       response: { 200: Type.Array(WorldMapItem), ...errorResponses(401, 429) }
     }
-  }, async (request, reply) => await sendMap(request, reply, await ctx.worldMap.forViewer(request.viewer), request.viewer === null ? 'public, max-age=30' : 'private, no-cache'))
+  }, async (request, reply) => await sendMap(request, reply, await request.reads.worldMap.forViewer(request.viewer), request.viewer === null ? 'public, max-age=30' : 'private, no-cache'))
 
   app.get('/devices/:id', {
     schema: {
@@ -91,7 +91,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request) => {
     // The request's whole path: parse the id, one prepared statement, the access check, the presenter.
-    const device: DeviceRecord = await loadDevice(ctx.database.sql, request.params.id, request.viewer)
+    const device: DeviceRecord = await loadDevice(request.reads.database.sql, request.params.id, request.viewer)
     return presentDevice(device, options(request))
   })
 

@@ -132,7 +132,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       querystring: Type.Object(exportQuery),
       response: exportResponses
     }
-  }, async (request, reply) => await streamExport(reply, async () => await openReadingsExport(ctx.database, request.viewer, request.params.device_id, request.query)))
+  }, async (request, reply) => await streamExport(reply, async () => await openReadingsExport(request.reads.database, request.viewer, request.params.device_id, request.query)))
 
   app.get('/readings/export', {
     schema: {
@@ -149,7 +149,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       }),
       response: exportResponses
     }
-  }, async (request, reply) => await streamExport(reply, async () => await openDevicesExport(ctx.database, request.viewer, request.query)))
+  }, async (request, reply) => await streamExport(reply, async () => await openDevicesExport(request.reads.database, request.viewer, request.query)))
 
   app.post('/devices/:device_id/readings/csv', {
     bodyLimit: ctx.exports.importMaxBytes,

@@ -65,8 +65,8 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
     }
   }, async (request, reply) => {
     const deviceId = parseDeviceId(request.params.device_id)
-    const access = findDeviceAccess(ctx.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
-    const history = { runner: ctx.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }
+    const access = findDeviceAccess(request.reads.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
+    const history = { runner: request.reads.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }
     // The schema above documents the answer; its bytes are written from the buckets' numbers
     // (historyJson), where the serializer would first need them as thousands of tuples.
     const bytes: FastifyReply = reply.type('application/json; charset=utf-8')

@@ -5,7 +5,7 @@ import { baseUrl, errorResponses, pageParams, rawQuery, setPaginationHeaders } f
 import type { ApiContext } from '../../context.js'
 
 /** Contract: Search result objects. Tags, devices and users matching every word of `q` as a prefix. */
-export async function searchRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
+export async function searchRoutes (fastify: FastifyInstance, _ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   app.get('/search', {
     schema: {
@@ -20,7 +20,7 @@ export async function searchRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     const params = new URLSearchParams()
     for (const key of ['page', 'per_page']) { const v = rawQuery(request).get(key); if (v !== null) params.set(key, v) }
     const { page, perPage } = compileListQuery(params, {}, { admin: false })
-    const { total, items } = await search(ctx.database.sql, request.query.q, { page, perPage }, request.viewer, baseUrl(request))
+    const { total, items } = await search(request.reads.database.sql, request.query.q, { page, perPage }, request.viewer, baseUrl(request))
     setPaginationHeaders(request, reply, { page, perPage, total })
     reply.header('cache-control', 'max-age=5, public')
     return items

@@ -23,7 +23,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
     }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), userService.userFilters, { admin: isAdmin(request.viewer) })
-    const { rows, total } = await userService.listUsers(ctx.database.db, query)
+    const { rows, total } = await userService.listUsers(request.reads.database.db, query)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
     return await renderUsers(ctx, request, rows)
   })
