@@ -1,5 +1,3 @@
-import { createServer, request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import mqtt, { type MqttClient } from 'mqtt'
 import { freePort } from '@esp/db'
@@ -7,7 +5,7 @@ import { createTestDatabase } from '@esp/db/testing'
 import { sample } from '../helpers/metrics.js'
 import { collect, connectMqtt, subscribeGranted, until } from '../helpers/mqtt.js'
 import { startProcess, type Started } from '../helpers/process.js'
-import { startRabbitCluster } from '../helpers/rabbitmq.js'
+import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
 
 /**
  * Issue 24: a three-node RabbitMQ cluster in front of two ingest instances. Kits publish at QoS 1
@@ -62,32 +60,6 @@ async function kit (ports: number[], token: string, first: number): Promise<Kit>
     }
   }
 }
-
-/**
- * The load balancer in front of the ingest instances' auth backend, as nginx is in compose: each
- * request to the next instance, and to another when one does not answer.
- */
-async function authBalancer (t: Tap, bases: () => string[]): Promise<string> {
-  let next = 0
-  const server = createServer((req, res) => {
-    const targets = bases()
-    const attempt = (left: number): void => {
-      const base = targets[next++ % targets.length] ?? ''
-      const forward = httpRequest(`${base}${req.url ?? '/'}`, { method: 'GET', timeout: 5000 }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'text/plain' })
-        answer.pipe(res)
-      })
-      forward.on('error', () => { if (left > 1) attempt(left - 1); else { res.writeHead(502); res.end('deny') } })
-      forward.end()
-    }
-    attempt(targets.length)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(async () => { await new Promise((resolve) => server.close(resolve)) })
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/broker/auth`
-}
-
-interface Tap { teardown: (fn: () => unknown) => void }
 
 t.test('a three-node broker cluster and two ingest instances: a broker node and an ingest instance killed with -9, nothing acknowledged is lost', async (t) => {
   const database = await createTestDatabase(t)

@@ -1,4 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { createServer, request as httpRequest } from 'node:http'
+import { type AddressInfo, connect } from 'node:net'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -58,6 +60,13 @@ export async function startRabbitCluster (t: Tap, options: RabbitClusterOptions)
   const specs: Spec[] = []
   for (let i = 1; i <= count; i++) {
     specs.push({ i, name: `esp${i}@localhost`, amqp: await freePort(), mqtt: await freePort(), dist: await freePort() })
+  }
+  // The port mapper, as a child of the test's: a node would otherwise start one as a daemon that
+  // outlives the test.
+  const epmd = spawn('epmd', ['-port', String(epmdPort), '-address', '127.0.0.1'], { stdio: 'ignore' })
+  for (const deadline = Date.now() + 10_000; !await listening(epmdPort);) {
+    if (Date.now() > deadline) throw new Error(`epmd did not listen on ${epmdPort}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
   const children = new Map<number, ChildProcess>()
   const envOf = (spec: Spec): NodeJS.ProcessEnv => ({
@@ -132,9 +141,7 @@ export async function startRabbitCluster (t: Tap, options: RabbitClusterOptions)
 
   t.teardown(async () => {
     await Promise.all(specs.map(async (spec) => { await killNode(spec) }))
-    // The port mapper started by the first node, on the test's own port.
-    await run('pkill', ['-f', `epmd.*-port ${epmdPort}`]).catch(() => {})
-    await run('pkill', ['-KILL', '-f', `ERL_EPMD_PORT.*${epmdPort}|epmd -port ${epmdPort}`]).catch(() => {})
+    epmd.kill('SIGKILL')
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -164,4 +171,37 @@ export async function startRabbitCluster (t: Tap, options: RabbitClusterOptions)
       return await ctlOn(spec, ...args)
     }
   }
+}
+
+/**
+ * A load balancer in front of the ingest instances' auth backend, as a deployment puts one (or
+ * its replicas' service name) there: each request to the next instance, and to another when one
+ * does not answer.
+ */
+export async function authBalancer (t: Tap, bases: () => string[]): Promise<string> {
+  let next = 0
+  const server = createServer((req, res) => {
+    const targets = bases()
+    const attempt = (left: number): void => {
+      const base = targets[next++ % targets.length] ?? ''
+      const forward = httpRequest(`${base}${req.url ?? '/'}`, { method: 'GET', timeout: 5000 }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'text/plain' })
+        answer.pipe(res)
+      })
+      forward.on('error', () => { if (left > 1) attempt(left - 1); else { res.writeHead(502); res.end('deny') } })
+      forward.end()
+    }
+    attempt(targets.length)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(async () => { await new Promise((resolve) => server.close(resolve)) })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/broker/auth`
+}
+
+async function listening (port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => { socket.destroy(); resolve(true) })
+    socket.once('error', () => { resolve(false) })
+  })
 }

@@ -51,6 +51,9 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
   const fields = ['username', 'password', 'vhost', 'client_id', 'ip', 'tags', 'resource', 'name', 'permission', 'routing_key',
     'variable_map.client_id', 'variable_map.username', 'variable_map.vhost']
   const hidden = { hide: true, querystring: { type: 'object', properties: Object.fromEntries(fields.map((f) => [f, { type: 'string', maxLength: 1024 }])) } }
+  // Every check comes from the broker's few addresses: a per-client request limit would refuse
+  // the whole fleet. Guessed tokens and forwarding credentials have their own throttle (above).
+  const route = { schema: hidden, config: { rateLimit: false, authenticate: false } } as const
 
   const answer = (allowed: boolean): string => allowed ? 'allow' : 'deny'
   const failed = (err: unknown): string => {
@@ -59,7 +62,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     return 'deny'
   }
 
-  app.get(`${BROKER_AUTH_PATH}/user`, { schema: hidden }, async (request, reply) => {
+  app.get(`${BROKER_AUTH_PATH}/user`, route, async (request, reply) => {
     const q = request.query as Query
     void reply.type('text/plain')
     const username = q.username ?? ''
@@ -76,7 +79,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     }
   })
 
-  app.get(`${BROKER_AUTH_PATH}/vhost`, { schema: hidden }, async (request, reply) => {
+  app.get(`${BROKER_AUTH_PATH}/vhost`, route, async (request, reply) => {
     const q = request.query as Query
     void reply.type('text/plain')
     const address = q.ip ?? 'unknown'
@@ -88,7 +91,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     return 'allow'
   })
 
-  app.get(`${BROKER_AUTH_PATH}/resource`, { schema: hidden }, async (request, reply) => {
+  app.get(`${BROKER_AUTH_PATH}/resource`, route, async (request, reply) => {
     const q = request.query as Query
     void reply.type('text/plain')
     // MQTT's own plumbing: publishing and binding through the topic exchange, and the client's
@@ -98,7 +101,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     return 'deny'
   })
 
-  app.get(`${BROKER_AUTH_PATH}/topic`, { schema: hidden }, async (request, reply) => {
+  app.get(`${BROKER_AUTH_PATH}/topic`, route, async (request, reply) => {
     const q = request.query as Query
     void reply.type('text/plain')
     if (q.name !== 'amq.topic' || q.routing_key === undefined) return 'deny'
