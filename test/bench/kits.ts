@@ -3,16 +3,18 @@
  * process of its own so that building and sending messages takes no event-loop time from the
  * broker it measures. Connects, prints `ready`, starts on a line from stdin, and prints one JSON
  * line with the seconds until every message was sent (QoS 0) or acknowledged (QoS 1).
- * Arguments: JSON {url, tokens, messages, qos, start}.
+ * Arguments: JSON {url, tokens, messages, qos, start}; with several URLs (a cluster's nodes) kit k
+ * connects to the k-th in turn.
  */
 import { createInterface } from 'node:readline'
 import mqtt from 'mqtt'
 import { kitReading, rawPayload } from '../../scripts/kit-simulator.js'
 
-const options = JSON.parse(process.argv[2] ?? '{}') as { url: string, tokens: string[], messages: number, qos: 0 | 1, start: number }
+const options = JSON.parse(process.argv[2] ?? '{}') as { url: string | string[], tokens: string[], messages: number, qos: 0 | 1, start: number }
 // Payloads are built before the clock starts: the figure is the broker's, not the simulator's.
 const payloads = options.tokens.map((token, k) => Array.from({ length: options.messages }, (_, n) => rawPayload(kitReading(token, k, n, options.start + n * 60_000))))
-const clients = await Promise.all(options.tokens.map(async (token) => await mqtt.connectAsync(options.url, { clientId: token, clean: true, reconnectPeriod: 0, keepalive: 120 })))
+const urls = Array.isArray(options.url) ? options.url : [options.url]
+const clients = await Promise.all(options.tokens.map(async (token, k) => await mqtt.connectAsync(urls[k % urls.length] ?? '', { clientId: token, clean: true, reconnectPeriod: 0, keepalive: 120 })))
 console.log('ready')
 await new Promise<void>((resolve) => {
   const lines = createInterface({ input: process.stdin })

@@ -30,7 +30,7 @@ export interface MqttFigures {
  * Starts the kit simulator, lets it connect, then starts the clock; `done` is awaited after its
  * last message was sent (QoS 0) or acknowledged (QoS 1), for what the platform must finish after.
  */
-async function publishAll (url: string, tokens: string[], messages: number, qos: 0 | 1, start: number, done: () => Promise<void>): Promise<number> {
+export async function publishAll (url: string | string[], tokens: string[], messages: number, qos: 0 | 1, start: number, done: () => Promise<void>): Promise<number> {
   const args = JSON.stringify({ url, tokens, messages, qos, start })
   const child = spawn(process.execPath, [...process.execArgv, path.join(import.meta.dirname, 'kits.ts'), args], { stdio: ['pipe', 'pipe', 'inherit'] })
   let out = ''

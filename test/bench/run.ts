@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|reads|worldmap|explorer|export|soak|fuzz] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|reads|replicas|worldmap|explorer|export|soak|fuzz] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
@@ -9,8 +9,10 @@ import path from 'node:path'
 import { benchExplorer, type ExplorerFigures } from './explorer.js'
 import { benchExport, type ExportFigures } from './export.js'
 import { benchIngest, type IngestFigures } from './ingest.js'
+import { benchCluster, type ClusterFigures } from './cluster.js'
 import { benchMqtt, type MqttFigures } from './mqtt.js'
 import { benchReads, type ReadFigures } from './reads.js'
+import { benchReplicas, type ReplicaFigures } from './replicas.js'
 import { benchRollups, type RollupFigures } from './rollups.js'
 import { startPlatform } from './setup.js'
 import { benchSoak, type SoakFigures } from './soak.js'
@@ -25,7 +27,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, rollups?: RollupFigures, reads?: ReadFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, cluster?: ClusterFigures, rollups?: RollupFigures, reads?: ReadFigures, replicas?: ReplicaFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -35,8 +37,11 @@ try {
   if (wanted('export')) results.export = await benchExport(platform, quick)
   if (wanted('ingest')) results.ingest = await benchIngest(platform, quick)
   if (wanted('mqtt')) results.mqtt = await benchMqtt(platform, quick)
+  if (wanted('cluster')) results.cluster = await benchCluster(platform, quick)
   if (wanted('rollups')) results.rollups = await benchRollups(platform, quick)
   if (wanted('reads')) results.reads = await benchReads(platform, quick)
+  // On a primary and a streaming replica of its own, not on the platform's database.
+  if (wanted('replicas')) results.replicas = await benchReplicas(quick)
   if (wanted('worldmap')) results.worldMap = await benchWorldMap(platform, quick)
   if (wanted('explorer')) results.explorer = await benchExplorer(platform, quick)
   if (wanted('soak')) results.soak = await benchSoak(platform, quick)
@@ -76,6 +81,14 @@ if (results.mqtt !== undefined) {
     `| QoS 0: messages/s | ${m.qos0.messagesPerSecond} | bare Aedes ${m.bare.qos0.messagesPerSecond} msg/s | ${m.qos0RatioToBare} | >= 0.5 | ${meets(m.qos0RatioToBare >= 0.5)} |`,
     `| QoS 1 on a bare Aedes that only parses and COPYs, PUBACK after commit (a ceiling for any storing broker on this machine, not a target): messages/s | ${m.bareStoring.messagesPerSecond} | bare Aedes ${m.bare.qos1.messagesPerSecond} msg/s | ${round(m.bareStoring.messagesPerSecond / m.bare.qos1.messagesPerSecond, 3)} | | |`,
     `| the platform's QoS 1 against that storing bare broker: messages/s | ${m.qos1.messagesPerSecond} | storing bare broker ${m.bareStoring.messagesPerSecond} msg/s | ${round(m.qos1.messagesPerSecond / m.bareStoring.messagesPerSecond, 3)} | | |`, '')
+}
+if (results.cluster !== undefined) {
+  const c = results.cluster
+  lines.push('## Broker cluster (issue 24)', '',
+    `${c.kits} kits, ${c.messagesPerKit} firmware \`readings/raw\` messages each at QoS 1 (${c.cluster.values} values). Clustered: three RabbitMQ nodes (quorum queue) and two ingest instances, all on this machine; the baseline is the platform's embedded broker.`, '',
+    '| measure | value | baseline | ratio |', '|---|---|---|---|',
+    `| clustered, until every reading is stored: values/s | ${c.cluster.valuesPerSecond} | embedded ${c.embedded.valuesPerSecond} values/s | ${c.ratio} |`,
+    `| clustered, to the last PUBACK (stored in the quorum queue): messages/s | ${c.clusterAcked.messagesPerSecond} | embedded ${c.embedded.messagesPerSecond} msg/s (PUBACK after commit) | ${round(c.clusterAcked.messagesPerSecond / c.embedded.messagesPerSecond, 3)} |`, '')
 }
 if (results.rollups !== undefined) {
   const r = results.rollups
@@ -119,6 +132,14 @@ if (results.reads !== undefined) {
     lines.push(`| ${route.route} | ${f.requestsPerSecond} | ${f.p50} (${f.p99}) | ${f.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${round(route.anonymous.requestsPerSecond / f.requestsPerSecond, 3)} |`)
   }
   lines.push('')
+}
+if (results.replicas !== undefined) {
+  const r = results.replicas
+  lines.push('## Read replicas (case 4, DATABASE_READ_URL)', '',
+    `The api's anonymous read mix (${r.urls} URLs in turn: device pages, a page of the device list, a day of hourly and a month of daily history of ${r.historyDevices} devices with ${r.readings} readings; ${r.devices} devices with 12 latest values) by ${r.concurrency} keep-alive clients, ${r.seconds} s on each side in alternating slices: ` +
+    'an api on the primary alone, and an api with one streaming replica in DATABASE_READ_URL, in the same process on the same primary. Both servers of the pair run on this machine, so they share its cores with the api and the load generator.', '',
+    '| measure | requests/s | p50 (p99) ms | baseline | ratio | replica served |', '|---|---|---|---|---|---|',
+    `| with one streaming replica | ${r.withReplica.requestsPerSecond} | ${r.withReplica.p50} (${r.withReplica.p99}) | primary alone ${r.primaryOnly.requestsPerSecond}/s, p50 ${r.primaryOnly.p50} (${r.primaryOnly.p99}) ms | ${r.ratio} | ${Math.round(r.replicaShare * 100)} % |`, '')
 }
 if (results.worldMap !== undefined) {
   const w = results.worldMap
