@@ -10,6 +10,8 @@ export interface RollupFigures {
   /** readings of the device (timestamps x sensors) */
   values: number
   loadValuesPerSecond: number
+  /** what the year of readings added to the database: rows, indexes and every tier (docs/deployment.md, growth) */
+  storage: { bytes: number, bytesPerReading: number }
   queries: RollupFigure[]
   raw1dP50: number
   http1dAvgP50: number
@@ -50,11 +52,14 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
   const start = end - days * 24 * 60 * MINUTE
   const total = days * 24 * 60
   progress(`rollups: loading ${total} timestamps of ${SENSORS.length} sensors`)
+  const databaseBytes = async (): Promise<number> => Number((await p.database.sql`select pg_database_size(current_database())::bigint as n`)[0]?.n)
+  const bytesBefore = await databaseBytes()
   const loadSeconds = await writeReadings(p, device, total, new Date(end + MINUTE), (i) => ({
     recorded_at: new Date(start + i * MINUTE).toISOString(),
     sensors: SENSORS.map((id) => ({ id, value: id === 58 ? 101325 + 50 * Math.sin(i / 1440) + (i % 7) * 0.01 : id + (i % 100) / 10 }))
   }))
 
+  const storedBytes = await databaseBytes() - bytesBefore
   const runs = quick ? 10 : 60
   const get = async (query: string): Promise<void> => { await drain(await httpGet(`${p.base}/v0/devices/${device}/readings?sensor_id=58&${query}`)) }
   const yearFrom = new Date(start).toISOString()
@@ -115,6 +120,7 @@ export async function benchRollups (p: BenchPlatform, quick: boolean): Promise<R
     days,
     values: total * SENSORS.length,
     loadValuesPerSecond: Math.round(total * SENSORS.length / loadSeconds),
+    storage: { bytes: storedBytes, bytesPerReading: round(storedBytes / (total * SENSORS.length)) },
     queries,
     raw1dP50: round(raw1dP50),
     http1dAvgP50,

@@ -93,7 +93,7 @@ if (results.cluster !== undefined) {
 if (results.rollups !== undefined) {
   const r = results.rollups
   lines.push('## Rollup queries (case 3)', '',
-    `A device with ${r.sensors} sensors and ${r.days} days of one-minute readings (${r.values} readings), loaded through the write path at ${r.loadValuesPerSecond} readings/s; the queries ask for its pressure sensor.`, '',
+    `A device with ${r.sensors} sensors and ${r.days} days of one-minute readings (${r.values} readings), loaded through the write path at ${r.loadValuesPerSecond} readings/s, adding ${round(r.storage.bytes / 2 ** 20, 1)} MB to the database (${r.storage.bytesPerReading} bytes a reading with its indexes and rollup tiers); the queries ask for its pressure sensor.`, '',
     `| rollup | range | ${['avg', 'max', 'min', 'sum', 'count', 'dev', 'first', 'last'].map((f) => `${f} p50/p95 ms`).join(' | ')} |`,
     `|---|---|${'---|'.repeat(8)}`)
   for (const rollup of ['1d', '1h', '7m', '1w', '1M']) {
