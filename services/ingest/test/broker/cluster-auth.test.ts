@@ -1,0 +1,85 @@
+import Fastify from 'fastify'
+import t from 'tap'
+import { createTestDatabase } from '@esp/db/testing'
+import { AuthThrottle, MemoryThrottleStore, type ThrottleSettings } from '@esp/domain'
+import { BROKER_AUTH_PATH, brokerAuthRoutes } from '../../src/broker/cluster-auth.js'
+
+/**
+ * The clustered broker's HTTP auth backend (issue 24), asked as RabbitMQ 3.10 asks it: GET with
+ * the fields its rabbitmq_auth_backend_http sends (seen on the wire, test/bench/findings.md
+ * "Broker choice"). test/e2e/broker-cluster.test.ts checks the same policy through a real cluster.
+ */
+const SMALL: ThrottleSettings = { accountFailures: 3, addressFailures: 4, windowSeconds: 600, lockoutSeconds: 300, maxLockoutSeconds: 1200 }
+
+t.test('who may connect, publish and subscribe through the cluster', async (t) => {
+  const database = await createTestDatabase(t)
+  let now = Date.parse('2026-11-26T12:00:00Z')
+  const throttle = new AuthThrottle(new MemoryThrottleStore(() => now), SMALL)
+  const app = Fastify({ logger: false })
+  await app.register(brokerAuthRoutes, { sql: database.sql, throttle, now: () => new Date(now), log: app.log })
+  t.teardown(async () => { await app.close() })
+
+  const [owner] = await database.sql<{ id: number }[]>`
+    insert into users (username, email, forwarding_username, forwarding_token)
+    values ('relay', 'relay@example.org', 'relay-fwd', 'fwdtoken123') returning id`
+  await database.sql`
+    insert into devices (owner_id, name, device_token, state, archived_at) values
+      (${owner?.id ?? 0}, 'kit', 'ab12cd', 'never_published', null),
+      (${owner?.id ?? 0}, 'gone', 'dead01', 'never_published', now())`
+
+  const ask = async (what: string, query: Record<string, string>): Promise<string> => {
+    const res = await app.inject({ method: 'GET', url: `${BROKER_AUTH_PATH}/${what}`, query })
+    t.equal(res.statusCode, 200, `${what} answers 200`)
+    return res.body
+  }
+  const device = (clientId: string): Record<string, string> => ({ username: 'device', vhost: '/', client_id: clientId })
+  const publish = async (clientId: string, routingKey: string, username = 'device'): Promise<string> => await ask('topic', {
+    username, vhost: '/', resource: 'topic', name: 'amq.topic', permission: 'write', routing_key: routingKey, 'variable_map.client_id': clientId, 'variable_map.username': username
+  })
+  const subscribe = async (username: string, routingKey: string): Promise<string> => await ask('topic', {
+    username, vhost: '/', resource: 'topic', name: 'amq.topic', permission: 'read', routing_key: routingKey, 'variable_map.client_id': 'sub'
+  })
+
+  t.equal(await ask('user', { ...device('ab12cd'), password: 'device' }), 'allow', 'a device logs in with its client id only (as the anonymous user)')
+  t.equal(await ask('user', { username: 'user', password: 'password', client_id: 'ab12cd' }), 'allow', "the 2016 prototype's placeholder credentials are no claim, and no refusal")
+  t.equal(await ask('user', { username: 'relay-fwd', password: 'fwdtoken123', client_id: 'x' }), 'allow', 'forwarding credentials')
+  t.equal(await ask('user', { username: 'relay-fwd', password: 'wrong', client_id: 'x' }), 'deny', 'a forwarding username with a wrong token is refused')
+  t.equal(await ask('user', { username: 'relay-fwd', password: '', client_id: 'x' }), 'deny', 'and without one: the subscribe check trusts the username')
+
+  t.equal(await publish('ab12cd', 'device.sck.ab12cd.readings.raw'), 'allow', 'a device publishes its readings')
+  t.equal(await publish('ab12cd', 'device.sck.ab12cd.info'), 'allow', 'and its status')
+  t.equal(await publish('ab12cd', 'device.inventory'), 'allow', 'the factory report has no token')
+  t.equal(await publish('other1', 'device.sck.ab12cd.readings'), 'deny', "not under another client's token")
+  t.equal(await publish('x', 'device.sck.ab12cd.readings', 'ab12cd'), 'allow', 'a token given as the username counts as the client id')
+  t.equal(await publish('dead01', 'device.sck.dead01.readings'), 'deny', "an archived device's token is refused")
+  t.equal(await publish('ab12cd', 'devices.1.readings'), 'deny', 'a device does not publish live topics')
+  t.equal(await ask('topic', { username: 'device', resource: 'topic', name: 'other', permission: 'write', routing_key: 'device.sck.ab12cd.readings', 'variable_map.client_id': 'ab12cd' }), 'deny', 'only through amq.topic')
+
+  t.equal(await subscribe('device', 'device.sck.*.readings'), 'deny', 'device topics carry tokens: nobody subscribes')
+  t.equal(await subscribe('device', 'device.#'), 'deny', 'not with a wildcard either')
+  t.equal(await subscribe('device', 'devices.*.readings'), 'allow', 'live readings are public')
+  t.equal(await subscribe('relay-fwd', '.forward.fwdtoken123.device.*.readings'), 'allow', 'forwarding topics to their user')
+  t.equal(await subscribe('device', '.forward.fwdtoken123.device.*.readings'), 'deny', 'and to nobody else')
+  t.equal(await subscribe('relay-fwd', '.forward.othertoken.device.*.readings'), 'deny', "nor another user's")
+
+  t.equal(await ask('resource', { ...device('ab12cd'), resource: 'exchange', name: 'amq.topic', permission: 'write' }), 'allow', 'the topic exchange')
+  t.equal(await ask('resource', { ...device('ab12cd'), resource: 'exchange', name: 'amq.direct', permission: 'write' }), 'deny', 'no other exchange')
+  t.equal(await ask('resource', { ...device('sub'), resource: 'queue', name: 'mqtt-subscription-subqos0', permission: 'configure' }), 'allow', "the client's own subscription queue")
+  t.equal(await ask('resource', { ...device('sub'), resource: 'queue', name: 'mqtt-subscription-otherqos0', permission: 'read' }), 'deny', "not another client's")
+  t.equal(await ask('resource', { ...device('sub'), resource: 'queue', name: 'esp.ingest', permission: 'read' }), 'deny', 'never the ingest queue')
+
+  // Guessing tokens: each refused one counts against the address the connect check saw.
+  t.equal(await ask('vhost', { ...device('ffff00'), ip: '203.0.113.9' }), 'allow', 'a connection is let in')
+  for (let i = 0; i < SMALL.addressFailures; i++) {
+    const guess = `ffff0${i}`
+    await ask('vhost', { ...device(guess), ip: '203.0.113.9' })
+    t.equal(await publish(guess, `device.sck.${guess}.readings`), 'deny', `guess ${i + 1} is refused`)
+  }
+  t.equal(await ask('vhost', { ...device('ab12cd'), ip: '203.0.113.9' }), 'deny', 'then the address is locked out at connect, even with a real token')
+  t.equal(await ask('vhost', { ...device('ab12cd'), ip: '198.51.100.7' }), 'allow', 'another address is not')
+  now += SMALL.lockoutSeconds * 1000 + 1
+  t.equal(await ask('vhost', { ...device('ab12cd'), ip: '203.0.113.9' }), 'allow', 'and the lock ends')
+
+  const leaked = await app.inject({ method: 'GET', url: `${BROKER_AUTH_PATH}/user`, query: { username: 'relay-fwd', password: 'wrong', unknown_field: 'x' } })
+  t.equal(leaked.body, 'deny', 'fields RabbitMQ does not send are ignored')
+})
