@@ -1,12 +1,9 @@
 import { freePort } from '@esp/db'
-import { kitReading } from '../../scripts/kit-simulator.js'
 import { startProcess, type Started } from '../helpers/process.js'
 import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
-import { publishAll } from './mqtt.js'
-import { makeDevices, type BenchPlatform } from './setup.js'
+import { benchKits, publishAll, run, type Run, storedOf, valuesOf } from './mqtt.js'
+import type { BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
-
-interface Run { messages: number, values: number, seconds: number, messagesPerSecond: number, valuesPerSecond: number }
 
 export interface ClusterFigures {
   kits: number
@@ -20,10 +17,6 @@ export interface ClusterFigures {
   ratio: number
 }
 
-const run = (messages: number, values: number, seconds: number): Run => ({
-  messages, values, seconds: round(seconds), messagesPerSecond: Math.round(messages / seconds), valuesPerSecond: Math.round(values / seconds)
-})
-
 /**
  * Issue 24's figure: kits publishing the firmware's raw payloads at QoS 1 through a three-node
  * RabbitMQ cluster into two ingest instances (clustered mode), against the platform's embedded
@@ -35,19 +28,12 @@ export async function benchCluster (p: BenchPlatform, quick: boolean): Promise<C
   const kitCount = quick ? 2 : 50
   const messages = quick ? 10 : 400
   const start = Date.UTC(2025, 6, 1)
-  const kitsFor = async (): Promise<{ ids: number[], tokens: string[] }> => {
-    const ids = await makeDevices(p.database, p.userId, kitCount)
-    const rows = await p.database.sql<{ device_token: string }[]>`
-      update devices set device_token = to_hex(12582912 + id) where id = any(${ids}::int[]) returning device_token`
-    return { ids, tokens: rows.map((r) => r.device_token) }
-  }
-  const stored = async (ids: number[]): Promise<number> => Number((await p.database.sql`select count(*)::bigint as n from readings where device_id = any(${ids}::int[])`)[0]?.n)
-  const valuesOf = (tokens: string[]): number =>
-    tokens.reduce((sum, token, k) => sum + Array.from({ length: messages }, (_, n) => kitReading(token, k, n, 0).sensors.length).reduce((a, b) => a + b, 0), 0)
+  const kitsFor = async (): Promise<{ ids: number[], tokens: string[] }> => await benchKits(p, kitCount, 12582912)
+  const stored = async (ids: number[]): Promise<number> => await storedOf(p, ids)
   const total = kitCount * messages
 
   const embeddedKits = await kitsFor()
-  const values = valuesOf(embeddedKits.tokens)
+  const values = valuesOf(embeddedKits.tokens, messages)
   progress(`cluster: ${kitCount} kits x ${messages} raw messages at QoS 1 on the embedded broker (${values} values)`)
   const embeddedSeconds = await publishAll(p.mqttUrl, embeddedKits.tokens, messages, 1, start, async () => {})
   if (await stored(embeddedKits.ids) !== values) throw new Error('the embedded broker acknowledged readings it had not stored')

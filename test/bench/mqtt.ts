@@ -9,7 +9,7 @@ import { copyCeiling } from './ingest.js'
 import { copyRows, makeDevices, type BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
 
-interface Run { messages: number, values: number, seconds: number, messagesPerSecond: number, valuesPerSecond: number }
+export interface Run { messages: number, values: number, seconds: number, messagesPerSecond: number, valuesPerSecond: number }
 
 export interface MqttFigures {
   kits: number
@@ -95,10 +95,23 @@ async function listenBroker (broker: Aedes): Promise<ListeningBroker> {
   }
 }
 
-const valuesOf = (tokens: string[], messages: number): number =>
+/** Kits of the bench's own with tokens of six hex digits from `tokenBase` + their ids. */
+export async function benchKits (p: BenchPlatform, count: number, tokenBase: number): Promise<{ ids: number[], tokens: string[] }> {
+  const ids = await makeDevices(p.database, p.userId, count)
+  const rows = await p.database.sql<{ device_token: string }[]>`
+    update devices set device_token = to_hex(${tokenBase} + id) where id = any(${ids}::int[]) returning device_token`
+  return { ids, tokens: rows.map((r) => r.device_token) }
+}
+
+/** Only these kits' readings: a key range, not a count of the whole table polled while the clock runs. */
+export async function storedOf (p: BenchPlatform, ids: number[]): Promise<number> {
+  return Number((await p.database.sql`select count(*)::bigint as n from readings where device_id = any(${ids}::int[])`)[0]?.n)
+}
+
+export const valuesOf = (tokens: string[], messages: number): number =>
   tokens.reduce((sum, token, k) => sum + Array.from({ length: messages }, (_, n) => kitReading(token, k, n, 0).sensors.length).reduce((a, b) => a + b, 0), 0)
 
-const run = (messages: number, values: number, seconds: number): Run => ({
+export const run = (messages: number, values: number, seconds: number): Run => ({
   messages, values, seconds: round(seconds), messagesPerSecond: Math.round(messages / seconds), valuesPerSecond: Math.round(values / seconds)
 })
 
@@ -115,14 +128,8 @@ export async function benchMqtt (p: BenchPlatform, quick: boolean): Promise<Mqtt
   const kitCount = quick ? 2 : 50
   const messages = quick ? 10 : 400
   const start = Date.UTC(2025, 0, 1)
-  const kitsFor = async (): Promise<{ ids: number[], tokens: string[] }> => {
-    const ids = await makeDevices(p.database, p.userId, kitCount)
-    const rows = await p.database.sql<{ device_token: string }[]>`
-      update devices set device_token = to_hex(11534336 + id) where id = any(${ids}::int[]) returning device_token`
-    return { ids, tokens: rows.map((r) => r.device_token) }
-  }
-  // Only these kits' readings: a key range, not a count of the whole table polled while the clock runs.
-  const stored = async (ids: number[]): Promise<number> => Number((await p.database.sql`select count(*)::bigint as n from readings where device_id = any(${ids}::int[])`)[0]?.n)
+  const kitsFor = async (): Promise<{ ids: number[], tokens: string[] }> => await benchKits(p, kitCount, 11534336)
+  const stored = async (ids: number[]): Promise<number> => await storedOf(p, ids)
   const total = kitCount * messages
 
   const { ids: qos1Ids, tokens: qos1Tokens } = await kitsFor()

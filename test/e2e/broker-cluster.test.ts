@@ -1,9 +1,8 @@
 import t from 'tap'
-import mqtt, { type MqttClient } from 'mqtt'
 import { freePort } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 import { sample } from '../helpers/metrics.js'
-import { collect, connectMqtt, subscribeGranted, until } from '../helpers/mqtt.js'
+import { collect, connectMqtt, pacedKit, subscribeGranted, until } from '../helpers/mqtt.js'
 import { startProcess, type Started } from '../helpers/process.js'
 import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
 
@@ -22,44 +21,6 @@ const START = Date.UTC(2026, 0, 1)
 const SENSOR = 55
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
-
-interface Kit {
-  token: string
-  client: MqttClient
-  /** message m: when it was published */
-  published: number[]
-  /** message m -> when its PUBACK came */
-  acked: Map<number, number>
-  stop: () => Promise<void>
-}
-
-/** A kit on the cluster: it knows every node, goes to the next when one fails, and resends what was not acknowledged. */
-async function kit (ports: number[], token: string, first: number): Promise<Kit> {
-  const servers = ports.map((_, i) => ({ host: '127.0.0.1', port: ports[(first + i) % ports.length] ?? 0 }))
-  const client = await mqtt.connectAsync({ servers, clientId: token, reconnectPeriod: 250, connectTimeout: 5000 })
-  const published: number[] = []
-  const acked = new Map<number, number>()
-  const timer = setInterval(() => {
-    if (published.length - acked.size >= IN_FLIGHT) return
-    const m = published.length
-    published.push(Date.now())
-    const at = new Date(START + m * 60_000).toISOString().replace('.000', '')
-    client.publish(`device/sck/${token}/readings`, JSON.stringify({ data: [{ recorded_at: at, sensors: [{ id: SENSOR, value: m }] }] }), { qos: 1 }, (err) => {
-      if (err === undefined || err === null) acked.set(m, Date.now())
-    })
-  }, EVERY_MS)
-  return {
-    token,
-    client,
-    published,
-    acked,
-    stop: async () => {
-      clearInterval(timer)
-      await until(() => acked.size === published.length, 30_000, `the PUBACKs of ${token}`).catch(() => {})
-      await client.endAsync(true)
-    }
-  }
-}
 
 t.test('a three-node broker cluster and two ingest instances: a broker node and an ingest instance killed with -9, nothing acknowledged is lost', async (t) => {
   const database = await createTestDatabase(t)
@@ -84,7 +45,7 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
   for (const instance of instances) await instance.waitFor(/MQTT\s+broker cluster/, 60_000)
 
   const mqttPorts = cluster.nodes.map((n) => Number(new URL(n.mqttUrl).port))
-  const kits = await Promise.all(tokens.map(async (token, i) => await kit(mqttPorts, token, i % mqttPorts.length)))
+  const kits = await Promise.all(tokens.map(async (token, i) => await pacedKit({ servers: mqttPorts.map((_, k) => ({ host: '127.0.0.1', port: mqttPorts[(i + k) % mqttPorts.length] ?? 0 })) }, token, { everyMs: EVERY_MS, inFlight: IN_FLIGHT, start: START })))
   t.teardown(async () => { await Promise.all(kits.map(async (k) => await k.client.endAsync(true))) })
   const stored = async (): Promise<number> => Number((await database.sql`select count(*)::int as n from readings`)[0]?.n)
   await until(async () => await stored() >= KITS * 20, 60_000, 'readings stored before the faults')

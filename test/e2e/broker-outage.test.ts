@@ -1,8 +1,7 @@
 import t from 'tap'
-import mqtt, { type MqttClient } from 'mqtt'
 import { createTestDatabase } from '@esp/db/testing'
 import { startMosquittoServer } from '../helpers/mosquitto.js'
-import { until } from '../helpers/mqtt.js'
+import { pacedKit, type PacedKit, until } from '../helpers/mqtt.js'
 import { HTTP_LINE, startProcess } from '../helpers/process.js'
 
 /**
@@ -24,43 +23,6 @@ const OUTAGE_MS = 2000
 const START = Date.UTC(2026, 0, 1)
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
-
-interface Device {
-  client: MqttClient
-  /** per message m (value m, recorded at START + m minutes): when it was published */
-  published: number[]
-  /** message m -> when the broker's PUBACK came */
-  acked: Map<number, number>
-  stop: () => Promise<void>
-}
-
-/** A kit on the broker that reconnects by itself and keeps publishing QoS 1 readings. */
-async function device (url: string, token: string): Promise<Device> {
-  const client = await mqtt.connectAsync(url, { clientId: token, reconnectPeriod: 250, connectTimeout: 5000 })
-  const published: number[] = []
-  const acked = new Map<number, number>()
-  const timer = setInterval(() => {
-    if (published.length - acked.size >= IN_FLIGHT) return
-    const m = published.length
-    published.push(Date.now())
-    const at = new Date(START + m * 60_000).toISOString().replace('.000', '')
-    // mqtt.js keeps an unacknowledged QoS 1 PUBLISH and sends it again after a reconnect.
-    client.publish(`device/sck/${token}/readings`, JSON.stringify({ data: [{ recorded_at: at, sensors: [{ id: 55, value: m }] }] }), { qos: 1 }, (err) => {
-      if (err === undefined || err === null) acked.set(m, Date.now())
-    })
-  }, EVERY_MS)
-  return {
-    client,
-    published,
-    acked,
-    stop: async () => {
-      clearInterval(timer)
-      // what is in flight gets its PUBACK first
-      await until(() => acked.size === published.length, 20_000, `the PUBACKs of ${token}`).catch(() => {})
-      await client.endAsync(true)
-    }
-  }
-}
 
 for (const { signal, persistence } of [
   { signal: 'SIGKILL', persistence: false },
@@ -99,7 +61,7 @@ for (const { signal, persistence } of [
       }
     })()
 
-    const devices = await Promise.all(tokens.map(async (token) => await device(broker.url, token)))
+    const devices = await Promise.all(tokens.map(async (token) => await pacedKit(broker.url, token, { everyMs: EVERY_MS, inFlight: IN_FLIGHT, start: START })))
     const stored = async (): Promise<number> => Number((await database.sql`select count(*)::int as n from readings`)[0]?.n)
     await until(async () => await stored() >= 100, 30_000, 'readings stored before the outage')
 
@@ -117,12 +79,12 @@ for (const { signal, persistence } of [
     await sleep(2000)
     await Promise.all(devices.map(async (d) => { await d.stop() }))
     // Published once ingest was back (it stored something), and acknowledged by the broker.
-    const resumed = (d: Device): number[] => d.published.flatMap((at, m) => at >= resumedAt && d.acked.has(m) ? [m] : [])
+    const resumed = (d: PacedKit): number[] => d.published.flatMap((at, m) => at >= resumedAt && d.acked.has(m) ? [m] : [])
     const expected = devices.reduce((n, d) => n + resumed(d).length, 0)
     t.ok(expected > 0, 'devices published after storing resumed')
     const storedOf = async (id: number): Promise<Set<number>> =>
       new Set((await database.sql<{ value: number }[]>`select value from readings where device_id = ${id}`).map((row) => Number(row.value)))
-    const missing = async (pick: (d: Device) => number[]): Promise<number> => {
+    const missing = async (pick: (d: PacedKit) => number[]): Promise<number> => {
       let n = 0
       for (const [i, d] of devices.entries()) {
         const have = await storedOf(ids[i]?.id ?? 0)
@@ -135,7 +97,7 @@ for (const { signal, persistence } of [
 
     const acked = devices.reduce((n, d) => n + d.acked.size, 0)
     const published = devices.reduce((n, d) => n + d.published.length, 0)
-    const beforeStop = (d: Device): number[] => [...d.acked].flatMap(([m, at]) => at < stoppedAt ? [m] : [])
+    const beforeStop = (d: PacedKit): number[] => [...d.acked].flatMap(([m, at]) => at < stoppedAt ? [m] : [])
     const lostBefore = await missing(beforeStop)
     const lostGap = await missing((d) => [...d.acked].flatMap(([m, at]) => at >= stoppedAt && (d.published[m] ?? 0) < resumedAt ? [m] : []))
     t.comment(`published ${published}, acknowledged by the broker ${acked}, stored ${await stored()}; acknowledged but not stored: ${lostBefore} acknowledged before the stop, ${lostGap} published before ingest was back`)

@@ -74,3 +74,48 @@ export function publishReadings (client: MqttClient, token: string, options: { w
   for (let i = 0; i < options.window; i++) next()
   return { acked, sent: () => sent, closed }
 }
+
+/** A kit publishing QoS 1 readings at a steady pace, reconnecting by itself, for the broker fault tests. */
+export interface PacedKit {
+  token: string
+  client: MqttClient
+  /** message m: when it was published */
+  published: number[]
+  /** message m -> when its PUBACK came */
+  acked: Map<number, number>
+  /** stops publishing, waits for what is in flight to be acknowledged, disconnects */
+  stop: () => Promise<void>
+}
+
+/**
+ * Message m is one reading of sensor 55, value m, recorded at `start` + m minutes, so what is
+ * stored can be matched to what was acknowledged. One message every `everyMs`, at most `inFlight`
+ * unacknowledged; mqtt.js keeps an unacknowledged QoS 1 PUBLISH and sends it again after a
+ * reconnect (to the next of `servers`, when several are given).
+ */
+export async function pacedKit (connect: string | IClientOptions, token: string, options: { everyMs: number, inFlight: number, start: number }): Promise<PacedKit> {
+  const settings: IClientOptions = { clientId: token, reconnectPeriod: 250, connectTimeout: 5000 }
+  const client = typeof connect === 'string' ? await mqtt.connectAsync(connect, settings) : await mqtt.connectAsync({ ...connect, ...settings })
+  const published: number[] = []
+  const acked = new Map<number, number>()
+  const timer = setInterval(() => {
+    if (published.length - acked.size >= options.inFlight) return
+    const m = published.length
+    published.push(Date.now())
+    const at = new Date(options.start + m * 60_000).toISOString().replace('.000', '')
+    client.publish(`device/sck/${token}/readings`, JSON.stringify({ data: [{ recorded_at: at, sensors: [{ id: 55, value: m }] }] }), { qos: 1 }, (err) => {
+      if (err === undefined || err === null) acked.set(m, Date.now())
+    })
+  }, options.everyMs)
+  return {
+    token,
+    client,
+    published,
+    acked,
+    stop: async () => {
+      clearInterval(timer)
+      await until(() => acked.size === published.length, 30_000, `the PUBACKs of ${token}`).catch(() => {})
+      await client.endAsync(true)
+    }
+  }
+}
