@@ -106,7 +106,7 @@ export async function startStreamingPair (t: Tap, options: { durable?: boolean }
       await replicaAdmin.end({ timeout: 1 }).catch(() => {})
     },
     caughtUp: async () => {
-      const [row] = await primaryAdmin<Array<{ lsn: string }>>`select pg_current_wal_lsn()::text as lsn`
+      const [row] = await primaryAdmin<Array<{ lsn: string }>>`select pg_current_wal_insert_lsn()::text as lsn`
       for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
         const [replayed] = await replicaAdmin<Array<{ done: boolean }>>`select pg_last_wal_replay_lsn() >= ${row?.lsn ?? '0/0'}::pg_lsn as done`
         if (replayed?.done === true) return

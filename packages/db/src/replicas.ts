@@ -10,8 +10,10 @@ import { databaseUnavailableReason } from './pg-errors.js'
  *
  * Lag is measured in WAL positions, not with `now() - pg_last_xact_replay_timestamp()`: that
  * grows without bound while the primary is idle although the replica holds everything. Each poll
- * samples the primary's `pg_current_wal_lsn()` first and then each replica's
- * `pg_last_wal_replay_lsn()`; a replica whose replay position has reached a sample holds every
+ * samples the primary's `pg_current_wal_insert_lsn()` first and then each replica's
+ * `pg_last_wal_replay_lsn()` (not `pg_current_wal_lsn()`, the position written so far: with
+ * asynchronous commit it trails commits already visible on the primary, and a replica just
+ * started from a base backup would seem to hold writes it has not received); a replica whose replay position has reached a sample holds every
  * commit the primary had made when that sample was taken. Its lag in seconds is the age of the
  * newest such sample (0 when it has reached the one of this poll), its lag in bytes the distance
  * to the newest sample. So the seconds are an upper bound, at the poll's resolution.
@@ -168,7 +170,7 @@ export class ReadReplicas {
     const deadline = Math.max(this.pollIntervalMs, 1000)
     const late = (): never => { throw new Error(`no answer within ${deadline} ms`) }
     try {
-      const [row] = await withDeadline(this.primary.sql<Array<{ lsn: string }>>`select pg_current_wal_lsn()::text as lsn`, deadline, late)
+      const [row] = await withDeadline(this.primary.sql<Array<{ lsn: string }>>`select pg_current_wal_insert_lsn()::text as lsn`, deadline, late)
       if (row !== undefined) this.addSample({ at: this.now(), lsn: parseLsn(row.lsn) })
     } catch {
       // Without the primary's position no lag can be told; the replicas keep their last state
