@@ -45,7 +45,9 @@ export const MqttConfig = Type.Object({
   // Clustered mode (issue 24): the nodes of a RabbitMQ cluster, comma-separated, tried in turn.
   BROKER_AMQP_URLS: Type.Optional(Type.String({ pattern: '^amqps?://[^\\s,]+(,amqps?://[^\\s,]+)*$', description: 'amqp:// or amqps:// URLs, comma-separated' })),
   BROKER_QUEUE: Type.String({ pattern: '^[A-Za-z0-9._-]{1,120}$', default: 'esp.ingest', description: 'letters, digits, dot, dash or underscore, at most 120' }),
-  BROKER_PREFETCH: Type.Integer({ minimum: 1, maximum: 10000, default: 500, description: 'an integer from 1 to 10000' })
+  BROKER_PREFETCH: Type.Integer({ minimum: 1, maximum: 10000, default: 500, description: 'an integer from 1 to 10000' }),
+  // The cluster's anonymous MQTT user (rabbitmq.conf mqtt.default_user): devices log in as it.
+  BROKER_DEVICE_USER: Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', default: 'device', description: 'letters, digits, dot, dash or underscore, at most 60' })
 })
 
 export const LogConfig = Type.Object({

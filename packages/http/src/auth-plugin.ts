@@ -20,6 +20,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** false: the route reads the Authorization header itself (the OAuth token endpoint) */
     authenticate?: boolean
+    /**
+     * true: neither backpressure nor the database gate turns the route away (the clustered
+     * broker's auth backend, which answers from what it knows when the database is away)
+     */
+    ungated?: boolean
   }
 }
 

@@ -121,7 +121,7 @@ export const databaseGatePlugin = fp(async (app: FastifyInstance, options: { hea
   const { health } = options
   app.decorate('databaseHealth', health)
   app.addHook('onRequest', async (request, reply) => {
-    if (health.available || !needsDatabase(request.routeOptions.url ?? request.url, options.pagePaths)) return
+    if (health.available || request.routeOptions.config.ungated === true || !needsDatabase(request.routeOptions.url ?? request.url, options.pagePaths)) return
     return sendError(reply, errors.databaseUnavailable(health.reason ?? 'the database is unavailable'))
   })
   app.addHook('onError', async (_request, _reply, error) => { health.note(error) })

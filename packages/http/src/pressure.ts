@@ -74,7 +74,7 @@ export const pressurePlugin = fp(async (app: FastifyInstance, options: PressureO
   // Exempt routes bring their own handler, which lets the request through.
   app.addHook('onRoute', (route) => {
     const path = route.url ?? route.path
-    if (PRESSURE_EXEMPT.has(path)) Object.assign(route.config ??= {}, { pressureHandler: () => undefined })
+    if (PRESSURE_EXEMPT.has(path) || route.config?.ungated === true) Object.assign(route.config ??= {}, { pressureHandler: () => undefined })
   })
   await app.register(underPressure, {
     maxEventLoopDelay: options.maxEventLoopDelayMs,

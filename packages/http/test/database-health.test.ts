@@ -38,6 +38,8 @@ t.test('the gate: 503 with Retry-After and the reason while the database is away
   const health = new DatabaseHealth(sql, { probeIntervalMs: 20 })
   const app = await buildServer({ ...testHttpOptions, databaseHealth: health })
   app.get('/v0/work', async () => { await sql`select 1`; return { done: true } })
+  // A route that answers from what it knows (the clustered broker's auth backend).
+  app.get('/broker/known', { config: { ungated: true } }, async () => 'allow')
   await app.ready()
   t.teardown(async () => { await app.close(); await sql.end({ timeout: 0 }) })
 
@@ -56,4 +58,7 @@ t.test('the gate: 503 with Retry-After and the reason while the database is away
   t.match(ready.json(), { message: /the database is unavailable/ })
   t.equal((await app.inject({ url: '/health/live' })).statusCode, 200, 'liveness does not depend on the database')
   t.equal((await app.inject({ url: '/docs/json' })).statusCode, 200, 'nor does the API document')
+  const ungated = await app.inject({ url: '/broker/known' })
+  t.equal(ungated.statusCode, 200, 'nor a route marked ungated')
+  t.equal(ungated.body, 'allow')
 })

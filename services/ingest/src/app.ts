@@ -27,6 +27,8 @@ export interface BrokerCluster {
   urls: readonly string[]
   queue: string
   prefetch: number
+  /** the cluster's anonymous MQTT user, as which devices log in (default `device`) */
+  deviceUser?: string | undefined
 }
 
 export interface IngestDeps {
@@ -92,10 +94,18 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   const throttle = app.hasDecorator('authThrottle') ? app.authThrottle : new AuthThrottle(new MemoryThrottleStore(() => clock().getTime()), DEFAULT_THROTTLE)
   const authenticator = app.hasDecorator('authenticator') ? app.authenticator : null
   if (cluster !== undefined) {
-    await app.register(clusterBrokerPlugin, { ...cluster, messages })
+    await app.register(clusterBrokerPlugin, { urls: cluster.urls, queue: cluster.queue, prefetch: cluster.prefetch, messages })
     publish = app.brokerCluster.publish
     // The cluster asks these who may connect, publish and subscribe (its HTTP auth backend).
-    await app.register(brokerAuthRoutes, { sql: deps.database.sql, throttle, now: clock, log: app.log.child({ component: 'broker-auth' }), health: messages.health })
+    await app.register(brokerAuthRoutes, {
+      sql: deps.database.sql,
+      throttle,
+      now: clock,
+      log: app.log.child({ component: 'broker-auth' }),
+      health: messages.health,
+      deviceUser: cluster.deviceUser ?? 'device',
+      internalUsers: new Set(cluster.urls.map((url) => decodeURIComponent(new URL(url).username)).filter((name) => name !== ''))
+    })
   } else if (external === undefined) {
     await app.register(brokerPlugin, {
       listen: deps.mqtt,

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Sql } from '@esp/db'
-import { type AuthThrottle, DeviceTokenGuesses, isActiveDeviceToken } from '@esp/domain'
+import { ApiError, type AuthThrottle, DeviceTokenGuesses, isActiveDeviceToken } from '@esp/domain'
 import type { DatabaseHealth } from '@esp/http'
 import { forwardingLogin } from './access.js'
 import { parseDeviceTopic, subscriptionScope, topicOfRoutingKey } from './topics.js'
@@ -12,6 +12,10 @@ export interface BrokerAuthDeps {
   now: () => Date
   log: FastifyBaseLogger
   health?: Pick<DatabaseHealth, 'note'> | undefined
+  /** the broker's anonymous user (rabbitmq.conf `mqtt.default_user`): devices, with no claim to check */
+  deviceUser: string
+  /** the broker's own users (ingest's, from BROKER_AMQP_URLS): the broker checked them itself first */
+  internalUsers: ReadonlySet<string>
 }
 
 /** Where the cluster's nodes ask (rabbitmq.conf `auth_http.*_path`); never routed by the proxy. */
@@ -19,6 +23,9 @@ export const BROKER_AUTH_PATH = '/broker/auth'
 
 /** How many client ids' addresses are kept, to count a refused token against its address. */
 const ADDRESSES_KEPT = 10_000
+/** How long an answer on a device token is trusted; an older one serves only while the database is away. */
+const TOKEN_FRESH_MS = 60_000
+const TOKENS_KEPT = 200_000
 
 type Query = Record<string, string | undefined>
 
@@ -27,8 +34,9 @@ type Query = Record<string, string | undefined>
  * the embedded broker's policy (access.ts), asked by the broker instead. Devices log in as the
  * broker's anonymous user with their token as client id; ingest itself is a user of the broker's
  * own database, checked before this backend. The answers:
- * - login: refused for a forwarding username without its token (throttled as on HTTP); allowed
- *   otherwise, since devices and live subscribers send no secret;
+ * - login: refused for a forwarding username without its token (throttled as on HTTP), and for
+ *   the broker's own users, whose password the broker already found wrong (so they cannot be
+ *   guessed here unthrottled); allowed otherwise, since devices and live subscribers send no secret;
  * - connection (vhost, which names the client's address): refused while the address is locked
  *   out for guessing device tokens;
  * - publish (topic write): only to the client's own device topics, under a token an active
@@ -36,6 +44,8 @@ type Query = Record<string, string | undefined>
  *   an unknown token never reaches the queue. A refused token counts as a guess of the address;
  * - subscribe (topic read): live readings and one's own forwarding topic, never device topics;
  * - queues and exchanges: the topic exchange and the client's own MQTT subscription queues only.
+ * A device token's answer is remembered for a minute, and served past that while the database is
+ * away: devices keep publishing into the queue, which holds their readings through the outage.
  */
 export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDeps): Promise<void> {
   const guesses = new DeviceTokenGuesses(deps.throttle, () => deps.now().getTime())
@@ -53,10 +63,31 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
   const hidden = { hide: true, querystring: { type: 'object', properties: Object.fromEntries(fields.map((f) => [f, { type: 'string', maxLength: 1024 }])) } }
   // Every check comes from the broker's few addresses: a per-client request limit would refuse
   // the whole fleet. Guessed tokens and forwarding credentials have their own throttle (above).
-  const route = { schema: hidden, config: { rateLimit: false, authenticate: false } } as const
+  // Nor are they turned away under pressure or while the database is away: a refusal would drop
+  // devices that the queue could hold for ingest, and most checks need no database.
+  const route = { schema: hidden, config: { rateLimit: false, authenticate: false, ungated: true } } as const
+
+  const tokens = new Map<string, { active: boolean, at: number }>()
+  const activeToken = async (token: string): Promise<boolean> => {
+    const known = tokens.get(token)
+    const now = deps.now().getTime()
+    if (known !== undefined && now - known.at < TOKEN_FRESH_MS) return known.active
+    try {
+      const active = await isActiveDeviceToken(deps.sql, token)
+      tokens.delete(token)
+      tokens.set(token, { active, at: now })
+      if (tokens.size > TOKENS_KEPT) tokens.delete(tokens.keys().next().value ?? '')
+      return active
+    } catch (err) {
+      if (known === undefined) throw err
+      deps.health?.note(err)
+      return known.active
+    }
+  }
 
   const answer = (allowed: boolean): string => allowed ? 'allow' : 'deny'
   const failed = (err: unknown): string => {
+    if (err instanceof ApiError && err.statusCode === 429) return 'deny'
     // A database away refuses rather than lets in: the broker retries the login later.
     if (deps.health?.note(err) !== true) deps.log.error({ err }, 'broker auth check failed')
     return 'deny'
@@ -67,8 +98,13 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     void reply.type('text/plain')
     const username = q.username ?? ''
     const password = q.password ?? ''
-    if (username === '') return 'allow'
+    if (username === '' || username === deps.deviceUser) return 'allow'
     try {
+      if (deps.internalUsers.has(username)) {
+        // Counted as a failure of that account: its password is not guessed through MQTT.
+        await deps.throttle.gate(`mqtt-client:${q.client_id ?? ''}`).verify(username, async () => null)
+        return 'deny'
+      }
       // No address comes with a login: the client id stands in for it, the account is counted.
       const login = await forwardingLogin(deps.sql, deps.throttle.gate(`mqtt-client:${q.client_id ?? ''}`), username, password)
       // A forwarding username needs its token, even with no password: the subscribe check below
@@ -115,7 +151,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
         if (device.kind === 'inventory') return 'allow'
         // A token is the client id (the firmware), or the username (older clients).
         if (device.token !== clientId && device.token !== username) return 'deny'
-        if (await isActiveDeviceToken(deps.sql, device.token)) return 'allow'
+        if (await activeToken(device.token)) return 'allow'
         const address = addresses.get(clientId)
         if (address !== undefined) {
           await guesses.failed(address, device.token).catch((err: unknown) => { deps.log.warn({ err }, 'a guessed device token was not counted') })

@@ -1,5 +1,6 @@
 import Fastify from 'fastify'
 import t from 'tap'
+import { createDatabase } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 import { AuthThrottle, MemoryThrottleStore, type ThrottleSettings } from '@esp/domain'
 import { BROKER_AUTH_PATH, brokerAuthRoutes } from '../../src/broker/cluster-auth.js'
@@ -16,7 +17,10 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
   let now = Date.parse('2026-11-26T12:00:00Z')
   const throttle = new AuthThrottle(new MemoryThrottleStore(() => now), SMALL)
   const app = Fastify({ logger: false })
-  await app.register(brokerAuthRoutes, { sql: database.sql, throttle, now: () => new Date(now), log: app.log })
+  // A pool of the plugin's own, which the test closes to take the database away.
+  const pool = createDatabase(database.url, { max: 2 })
+  t.teardown(async () => { await pool.close().catch(() => {}) })
+  await app.register(brokerAuthRoutes, { sql: pool.sql, throttle, now: () => new Date(now), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
   t.teardown(async () => { await app.close() })
 
   const [owner] = await database.sql<{ id: number }[]>`
@@ -45,6 +49,7 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
   t.equal(await ask('user', { username: 'relay-fwd', password: 'fwdtoken123', client_id: 'x' }), 'allow', 'forwarding credentials')
   t.equal(await ask('user', { username: 'relay-fwd', password: 'wrong', client_id: 'x' }), 'deny', 'a forwarding username with a wrong token is refused')
   t.equal(await ask('user', { username: 'relay-fwd', password: '', client_id: 'x' }), 'deny', 'and without one: the subscribe check trusts the username')
+  t.equal(await ask('user', { username: 'esp-ingest', password: 'a guess', client_id: 'x' }), 'deny', "ingest's own broker user: the broker found its password wrong, and it is not guessed here")
 
   t.equal(await publish('ab12cd', 'device.sck.ab12cd.readings.raw'), 'allow', 'a device publishes its readings')
   t.equal(await publish('ab12cd', 'device.sck.ab12cd.info'), 'allow', 'and its status')
@@ -79,6 +84,17 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
   t.equal(await ask('vhost', { ...device('ab12cd'), ip: '198.51.100.7' }), 'allow', 'another address is not')
   now += SMALL.lockoutSeconds * 1000 + 1
   t.equal(await ask('vhost', { ...device('ab12cd'), ip: '203.0.113.9' }), 'allow', 'and the lock ends')
+
+  // The database goes away: tokens checked within the last minute still publish into the queue.
+  now += 30_000
+  t.equal(await publish('ab12cd', 'device.sck.ab12cd.readings'), 'allow', 'a token checked before')
+  await pool.close()
+  now += 120_000
+  t.equal(await publish('ab12cd', 'device.sck.ab12cd.readings'), 'allow', 'is still let in while the database is away, however old the answer')
+  t.equal(await publish('ab12cd', 'device.sck.ab12cd.readings'), 'allow', 'every time')
+  t.equal(await publish('c0ffee', 'device.sck.c0ffee.readings'), 'deny', 'a token never checked is refused')
+  t.equal(await ask('user', { ...device('ab12cd'), password: 'device' }), 'allow', 'devices log in without the database')
+  t.equal(await subscribe('device', 'devices.*.readings'), 'allow', 'and live subscribers subscribe')
 
   const leaked = await app.inject({ method: 'GET', url: `${BROKER_AUTH_PATH}/user`, query: { username: 'relay-fwd', password: 'wrong', unknown_field: 'x' } })
   t.equal(leaked.body, 'deny', 'fields RabbitMQ does not send are ignored')
