@@ -1,7 +1,7 @@
 import t from 'tap'
-import { freePort } from '@esp/db'
-import { createTestDatabase } from '@esp/db/testing'
+import { createDatabase, freePort, migrateDatabase, seedCatalogue } from '@esp/db'
 import { sample } from '../helpers/metrics.js'
+import { startPgCluster } from '../helpers/pg-cluster.js'
 import { collect, connectMqtt, pacedKit, subscribeGranted, until } from '../helpers/mqtt.js'
 import { startProcess, type Started } from '../helpers/process.js'
 import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
@@ -9,8 +9,9 @@ import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
 /**
  * Issue 24: a three-node RabbitMQ cluster in front of two ingest instances. Kits publish at QoS 1
  * the whole time; one broker node (the queue's leader) is killed with -9, then one ingest
- * instance. Every PUBACKed reading must be stored exactly once, and every kit keeps publishing
- * through the nodes left.
+ * instance, then the database stops for a while. Every PUBACKed reading must be stored exactly
+ * once, and every kit keeps publishing through the nodes left, and through the database's
+ * absence: the queue holds their readings until ingest can store them.
  */
 
 const KITS = 24
@@ -22,8 +23,15 @@ const SENSOR = 55
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
-t.test('a three-node broker cluster and two ingest instances: a broker node and an ingest instance killed with -9, nothing acknowledged is lost', async (t) => {
-  const database = await createTestDatabase(t)
+const DATABASE_AWAY_MS = 3000
+
+t.test('a three-node broker cluster and two ingest instances: a broker node and an ingest instance killed with -9, the database away, nothing acknowledged is lost', async (t) => {
+  // A PostgreSQL of the test's own, to stop and start.
+  const server = await startPgCluster(t)
+  await migrateDatabase(server.url)
+  const database = createDatabase(server.url, { max: 4 })
+  t.teardown(async () => { await database.close().catch(() => {}) })
+  await seedCatalogue(database.sql)
   const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('cluster', 'cluster@example.org') returning id`
   const tokens = Array.from({ length: KITS }, (_, i) => `c1a5${i.toString(16).padStart(2, '0')}`)
   await database.sql`
@@ -37,7 +45,7 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
   const amqpUrls = cluster.nodes.map((n) => n.amqpUrl)
   const instances: Started[] = ingestPorts.map((port, i) => startProcess(t, 'services/ingest/src/main.ts', {
     PORT: String(port),
-    DATABASE_URL: database.url,
+    DATABASE_URL: server.url,
     // Each instance starts on a different node.
     BROKER_AMQP_URLS: [...amqpUrls.slice(i), ...amqpUrls.slice(0, i)].join(','),
     BROKER_PREFETCH: '200'
@@ -93,9 +101,22 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
   await until(async () => await stored() > storedAtKill + KITS * 5, 60_000, 'the other instance goes on storing')
   const ingestRecoveryMs = Date.now() - ingestKilledAt
 
+  // The database away: the broker still takes and acknowledges what the kits send.
+  await sleep(1000)
+  await server.stopFast()
+  const awayAt = Date.now()
+  await sleep(DATABASE_AWAY_MS)
+  const ackedWhileAway = kits.reduce((sum, k) => sum + [...k.acked.values()].filter((at) => at > awayAt).length, 0)
+  await server.start()
+  const backAt = Date.now()
+  const storedBefore = await stored()
+  await until(async () => await stored() > storedBefore, 60_000, 'storing goes on once the database is back')
+  const databaseRecoveryMs = Date.now() - backAt
+  t.ok(ackedWhileAway > KITS, `the kits' readings were acknowledged while the database was away (${ackedWhileAway})`)
+
   await sleep(2000)
   await Promise.all(kits.map(async (k) => { await k.stop() }))
-  for (const k of kits) t.ok([...k.acked.values()].some((at) => at > ingestKilledAt), `${k.token} kept publishing through both faults`)
+  for (const k of kits) t.ok([...k.acked.values()].some((at) => at > backAt), `${k.token} kept publishing through every fault`)
 
   const acknowledged = kits.reduce((sum, k) => sum + k.acked.size, 0)
   // What was acknowledged is in the queue, replicated: the instance left stores all of it.
@@ -116,7 +137,8 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
   const redelivered = sample(metrics, 'esp_mqtt_readings_duplicates_total') ?? 0
   t.comment(`readings acknowledged ${acknowledged}, stored ${counts?.n ?? 0}, lost ${lost}, stored twice ${(counts?.n ?? 0) - (counts?.distinct ?? 0)}, ` +
     `redelivered and recognised as stored ${redelivered}; every kit acknowledged again ${brokerRecoveryMs} ms after the node was killed, ` +
-    `storing went on ${ingestRecoveryMs} ms after the ingest instance was`)
+    `storing went on ${ingestRecoveryMs} ms after the ingest instance was; ` +
+    `${ackedWhileAway} readings acknowledged in the ${DATABASE_AWAY_MS} ms the database was away, storing went on ${databaseRecoveryMs} ms after it was back`)
   t.equal(lost, 0, 'every acknowledged reading is stored')
   t.equal(counts?.n, counts?.distinct, 'none is stored twice')
   t.equal(wrong?.n, 0, 'each reading is the one its kit published')

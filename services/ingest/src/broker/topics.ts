@@ -28,8 +28,13 @@ export const DEVICE_TOPIC_FILTERS = [
 export const routingKeyOf = (topic: string): string => topic.replace(/[./]/g, (c) => c === '/' ? '.' : '/')
 export const topicOfRoutingKey = routingKeyOf
 
-/** The device topic filters as bindings of the clustered broker's queue (`+` is AMQP's `*`). */
-export const DEVICE_ROUTING_PATTERNS = DEVICE_TOPIC_FILTERS.map((filter) => routingKeyOf(filter).replace(/\+/g, '*'))
+/**
+ * The device topic filters as bindings of the clustered broker's queue (`+` is AMQP's `*`), also
+ * under `bridge/`, which parseDeviceTopic accepts: a publish the auth backend allows must reach
+ * the queue, since the broker acknowledges a message that no binding takes and drops it.
+ */
+export const DEVICE_ROUTING_PATTERNS = DEVICE_TOPIC_FILTERS.flatMap((filter) => [filter, `bridge/${filter}`])
+  .map((filter) => routingKeyOf(filter).replace(/\+/g, '*'))
 
 const SUFFIXES: Record<string, DeviceTopicKind> = { readings: 'readings', 'readings/raw': 'raw', info: 'info', hello: 'hello' }
 // A token is one topic level; the firmware's are 6 hex characters, older platforms' longer.
