@@ -139,11 +139,19 @@ export async function installReadRouting (app: FastifyInstance, options: ReadRou
       try {
         return await handler.call(this, request, reply)
       } catch (err) {
+        if (reply.sent) throw err
         const reason = databaseUnavailableReason(err)
-        if (reason === null || reply.sent) throw err
-        replicas.markUnavailable(replica, reason)
+        if (reason !== null) {
+          replicas.markUnavailable(replica, reason)
+          request.log.warn({ replica: replica.label, reason }, 'read replica unreachable: reading the primary')
+        } else if (cancelledByRecovery(err)) {
+          // The replay of a change on the primary (a vacuum, a chunk dropped) cancelled the read:
+          // the replica stays in rotation, this read is answered by the primary.
+          request.log.info({ replica: replica.label }, 'read cancelled by the replica\'s recovery: reading the primary')
+        } else {
+          throw err
+        }
         fellBack.inc({ replica: replica.label })
-        request.log.warn({ replica: replica.label, reason }, 'read replica unreachable: reading the primary')
         request.reads = primary
         return await handler.call(this, request, reply)
       }
@@ -151,4 +159,9 @@ export async function installReadRouting (app: FastifyInstance, options: ReadRou
   })
 
   await replicas.start()
+}
+
+/** SQLSTATE 40001 from a hot standby: `canceling statement due to conflict with recovery`. */
+function cancelledByRecovery (err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '40001'
 }
