@@ -1,12 +1,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync } from 'node:fs'
-import { appendFile, chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { appendFile, chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import postgres from 'postgres'
-import { createDatabase, freePort, migrateDatabase, seedCatalogue } from '@esp/db'
+import { createDatabase, freePort, migrateDatabase, postgresUserIds, seedCatalogue } from '@esp/db'
 import { postmasterPid, waitGone } from './embedded.js'
 
 const execFileAsync = promisify(execFile)
@@ -56,8 +56,8 @@ export async function startStreamingPair (t: Tap, options: { durable?: boolean }
   const durable = options.durable ?? false
   const bin = serverBinaries()
   const ids = process.getuid?.() === 0 ? await postgresUserIds() : undefined
-  const primaryDir = await tempDir('esp-primary-')
-  const replicaDir = await tempDir('esp-replica-')
+  const primaryDir = await tempDir('esp-primary-', ids)
+  const replicaDir = await tempDir('esp-replica-', ids)
   const servers: Server[] = []
   const sessions: postgres.Sql[] = []
   t.teardown(async () => {
@@ -166,18 +166,10 @@ async function startServer (bin: string, cluster: string, port: number, args: st
   }
 }
 
-async function tempDir (prefix: string): Promise<string> {
+async function tempDir (prefix: string, ids: { uid: number, gid: number } | undefined): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix))
   await chmod(dir, 0o755)
   // As root the clusters belong to the postgres user, who must create them here.
-  const ids = process.getuid?.() === 0 ? await postgresUserIds() : undefined
   if (ids !== undefined) await chown(dir, ids.uid, ids.gid)
-  await mkdir(dir, { recursive: true })
   return dir
-}
-
-async function postgresUserIds (): Promise<{ uid: number, gid: number }> {
-  const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number.parseInt((await execFileAsync('id', [flag, 'postgres'])).stdout, 10)))
-  if (uid === undefined || gid === undefined || Number.isNaN(uid) || Number.isNaN(gid)) throw new Error('no postgres OS user to run PostgreSQL as')
-  return { uid, gid }
 }

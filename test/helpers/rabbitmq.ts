@@ -1,11 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { createServer, request as httpRequest } from 'node:http'
-import { type AddressInfo, connect } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { freePort } from '@esp/db'
+import { freePort, portIsFree } from '@esp/db'
 
 interface Tap { teardown: (fn: () => unknown) => void }
 
@@ -64,7 +64,7 @@ export async function startRabbitCluster (t: Tap, options: RabbitClusterOptions)
   // The port mapper, as a child of the test's: a node would otherwise start one as a daemon that
   // outlives the test.
   const epmd = spawn('epmd', ['-port', String(epmdPort), '-address', '127.0.0.1'], { stdio: 'ignore' })
-  for (const deadline = Date.now() + 10_000; !await listening(epmdPort);) {
+  for (const deadline = Date.now() + 10_000; await portIsFree(epmdPort, '127.0.0.1');) {
     if (Date.now() > deadline) throw new Error(`epmd did not listen on ${epmdPort}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
@@ -196,12 +196,4 @@ export async function authBalancer (t: Tap, bases: () => string[]): Promise<stri
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(async () => { await new Promise((resolve) => server.close(resolve)) })
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/broker/auth`
-}
-
-async function listening (port: number): Promise<boolean> {
-  return await new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.once('connect', () => { socket.destroy(); resolve(true) })
-    socket.once('error', () => { resolve(false) })
-  })
 }

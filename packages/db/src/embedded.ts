@@ -123,7 +123,8 @@ async function clusterSecrets (root: string): Promise<ClusterSecrets> {
 }
 
 /** The OS user the server runs as when the platform runs as root (PostgreSQL refuses root). */
-async function postgresUserIds (): Promise<{ uid: number, gid: number }> {
+/** The postgres OS user's ids: PostgreSQL refuses to run as root. */
+export async function postgresUserIds (): Promise<{ uid: number, gid: number }> {
   const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number.parseInt((await execFileAsync('id', [flag, 'postgres'])).stdout, 10)))
   if (uid === undefined || gid === undefined || Number.isNaN(uid) || Number.isNaN(gid)) throw new Error('no postgres OS user to run the embedded PostgreSQL as')
   return { uid, gid }

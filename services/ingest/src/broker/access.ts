@@ -39,15 +39,25 @@ function addressOf (client: Client): string {
   return 'remoteAddress' in socket && typeof socket.remoteAddress === 'string' ? socket.remoteAddress : 'unknown'
 }
 
+async function forwardingUser (sql: Sql, username: string): Promise<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null } | undefined> {
+  const [user] = await sql<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null }[]>`
+    select id, username, role, forwarding_token from users
+    where forwarding_username = ${username} and archived_at is null`
+  return user
+}
+
+/** The forwarding token of the user with this forwarding username, or null. */
+export async function forwardingTokenOf (sql: Sql, username: string): Promise<string | null> {
+  return (await forwardingUser(sql, username))?.forwarding_token ?? null
+}
+
 /**
  * Forwarding credentials (behaviour.md §9.4): `not_forwarding` when the username is no user's
  * forwarding username, null when the token is wrong, counted by the throttle either way. One home
  * for the check, shared by the embedded broker and the clustered broker's auth backend.
  */
 export async function forwardingLogin (sql: Sql, gate: CredentialGate, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string } | null | 'not_forwarding'> {
-  const [forwarding] = await sql<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null }[]>`
-    select id, username, role, forwarding_token from users
-    where forwarding_username = ${username} and archived_at is null`
+  const forwarding = await forwardingUser(sql, username)
   if (forwarding === undefined) return 'not_forwarding'
   const proved = await gate.verify(username, async () => forwarding.forwarding_token !== null && safeEqual(forwarding.forwarding_token, password) ? true : null)
   return proved === null ? null : { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }

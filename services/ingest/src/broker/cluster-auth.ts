@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import type { Sql } from '@esp/db'
+import { type Sql, trimOldest } from '@esp/db'
 import { ApiError, type AuthThrottle, DeviceTokenGuesses, isActiveDeviceToken } from '@esp/domain'
 import type { DatabaseHealth } from '@esp/http'
-import { forwardingLogin } from './access.js'
+import { forwardingLogin, forwardingTokenOf } from './access.js'
 import { parseDeviceTopic, subscriptionScope, topicOfRoutingKey } from './topics.js'
 
 export interface BrokerAuthDeps {
@@ -55,7 +55,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
   const remember = (clientId: string, address: string): void => {
     addresses.delete(clientId)
     addresses.set(clientId, address)
-    if (addresses.size > ADDRESSES_KEPT) addresses.delete(addresses.keys().next().value ?? '')
+    trimOldest(addresses, ADDRESSES_KEPT)
   }
   // What RabbitMQ 3.10 sends (GET query): each field a string; no route of the public contract.
   const fields = ['username', 'password', 'vhost', 'client_id', 'ip', 'tags', 'resource', 'name', 'permission', 'routing_key',
@@ -76,7 +76,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
       const active = await isActiveDeviceToken(deps.sql, token)
       tokens.delete(token)
       tokens.set(token, { active, at: now })
-      if (tokens.size > TOKENS_KEPT) tokens.delete(tokens.keys().next().value ?? '')
+      trimOldest(tokens, TOKENS_KEPT)
       return active
     } catch (err) {
       if (known === undefined) throw err
@@ -163,10 +163,9 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
         const scope = subscriptionScope(topic.replace(/\*/g, '+'))
         if (scope.kind === 'live') return 'allow'
         if (scope.kind === 'forward') {
-          const [user] = await deps.sql<{ forwarding_token: string | null }[]>`
-            select forwarding_token from users where forwarding_username = ${username} and archived_at is null`
           // The login checked this username's token (above); the filter must name that token.
-          return answer(user?.forwarding_token !== undefined && user.forwarding_token === scope.forwardingToken)
+          const forwardingToken = await forwardingTokenOf(deps.sql, username)
+          return answer(forwardingToken !== null && forwardingToken === scope.forwardingToken)
         }
       }
       return 'deny'
