@@ -1,8 +1,11 @@
 import Fastify from 'fastify'
+import fc from 'fast-check'
 import t from 'tap'
 import { createDatabase } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 import { AuthThrottle, MemoryThrottleStore, type ThrottleSettings } from '@esp/domain'
+import { buildServer } from '@esp/http'
+import { testHttpOptions } from '../../../../test/helpers/server.js'
 import { BROKER_AUTH_PATH, brokerAuthRoutes } from '../../src/broker/cluster-auth.js'
 
 /**
@@ -98,4 +101,40 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
 
   const leaked = await app.inject({ method: 'GET', url: `${BROKER_AUTH_PATH}/user`, query: { username: 'relay-fwd', password: 'wrong', unknown_field: 'x' } })
   t.equal(leaked.body, 'deny', 'fields RabbitMQ does not send are ignored')
+})
+
+t.test('generated checks: any query gets allow or deny, or a 400 in the one error shape, and nothing is written', async (t) => {
+  const database = await createTestDatabase(t)
+  let now = Date.parse('2026-11-26T12:00:00Z')
+  const throttle = new AuthThrottle(new MemoryThrottleStore(() => now), SMALL)
+  // The platform's server: its error handler, validation and gates, as in production.
+  const app = await buildServer(testHttpOptions)
+  await app.register(brokerAuthRoutes, { sql: database.sql, throttle, now: () => new Date(now += 1000), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
+  await app.ready()
+  t.teardown(async () => { await app.close() })
+  const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email, forwarding_username, forwarding_token) values ('gen', 'gen@example.org', 'gen-fwd', 'gentoken1') returning id`
+  await database.sql`insert into devices (owner_id, name, device_token, state) values (${owner?.id ?? 0}, 'kit', 'ab12cd', 'never_published')`
+  const counts = async (): Promise<unknown> => (await database.sql`
+    select (select count(*) from readings)::int as readings, (select count(*) from devices)::int as devices, (select count(*) from users)::int as users,
+      (select max(last_seen_at) from devices) as seen`)[0]
+  const before = await counts()
+
+  const FIELDS = ['username', 'password', 'vhost', 'client_id', 'ip', 'tags', 'resource', 'name', 'permission', 'routing_key', 'variable_map.client_id', 'variable_map.username']
+  // Values near the real ones, and anything at all (long, unicode, separators, wildcards).
+  const value = fc.oneof(
+    fc.constantFrom('device', 'gen-fwd', 'gentoken1', 'esp-ingest', 'ab12cd', 'amq.topic', 'write', 'read', 'configure', 'topic', 'queue', 'exchange',
+      'device.sck.ab12cd.readings', 'device.sck.*.readings', 'devices.#', '.forward.gentoken1.device.*.readings', 'bridge.device.sck.ab12cd.info', 'mqtt-subscription-ab12cdqos0', '203.0.113.9', ''),
+    fc.string({ maxLength: 40 }),
+    fc.string({ unit: 'binary', maxLength: 80 }),
+    fc.string({ minLength: 1020, maxLength: 1100 })
+  )
+  const query = fc.dictionary(fc.oneof(fc.constantFrom(...FIELDS), fc.string({ maxLength: 12 })), value, { maxKeys: 8 })
+  await fc.assert(fc.asyncProperty(fc.constantFrom('user', 'vhost', 'resource', 'topic'), query, async (what, q) => {
+    const res = await app.inject({ method: 'GET', url: `${BROKER_AUTH_PATH}/${what}`, query: q })
+    if (res.statusCode === 200) return res.body === 'allow' || res.body === 'deny'
+    const body = res.json() as { id?: unknown, message?: unknown }
+    return res.statusCode === 400 && typeof body.id === 'string' && typeof body.message === 'string'
+  }), { numRuns: 300, ...(process.env.FUZZ_SEED === 'random' ? {} : { seed: Number(process.env.FUZZ_SEED ?? 24) || 24 }) })
+  t.pass('every generated check answered allow, deny or a 400')
+  t.same(await counts(), before, 'nothing was written')
 })
