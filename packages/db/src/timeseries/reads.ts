@@ -310,10 +310,15 @@ export async function rawPoints (runner: Runner, q: StateQuery & { limit: number
   return rows.map((r) => ({ recorded_at: pgDate(r.recorded_at), value: r.value }))
 }
 
-/** First and last reading time of a device's sensor: the span a request is clamped to. */
-export async function readingSpan (runner: Runner, deviceId: number, sensorId: number): Promise<{ first: Date | null, last: Date | null }> {
+/**
+ * First and last reading time of any of a device's sensors: the extent a request is clamped to
+ * before its buckets are counted. Two index probes a sensor, whatever the range asked for.
+ */
+export async function readingsExtent (runner: Runner, deviceId: number, sensorIds: readonly number[]): Promise<{ first: Date | null, last: Date | null }> {
   const [row] = await runner.query<{ first: unknown, last: unknown }>(`
-    select (select min(recorded_at) from readings where device_id = $1 and sensor_id = $2) as first,
-           (select max(recorded_at) from readings where device_id = $1 and sensor_id = $2) as last`, [deviceId, sensorId])
+    select min(e.first) as first, max(e.last) as last
+    from unnest($2::int[]) as s(id),
+    lateral (select (select min(recorded_at) from readings where device_id = $1 and sensor_id = s.id) as first,
+                    (select max(recorded_at) from readings where device_id = $1 and sensor_id = s.id) as last) as e`, [deviceId, pgArrayLiteral(sensorIds)])
   return { first: pgDateOrNull(row?.first), last: pgDateOrNull(row?.last) }
 }

@@ -3,7 +3,7 @@ import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { listParam, recordId } from '../validation/record-id.js'
 import type { RollupFunction } from './aggregate-state.js'
-import { type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
+import { boundedWindow, type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
 import { RollupSeries } from './rollup-series.js'
 
 /** Several sensors of a device in one answer: one series each, on the same buckets. */
@@ -63,7 +63,9 @@ export async function readingsHistories (ctx: HistoryContext, deviceId: number, 
 async function answerHistories (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoriesResult> {
   const { rollup, fn, from, to } = historyRequest(ctx, params, !asksForSeveralSensors(params), 'sensor_ids OR sensor_keys')
   const sensors = await resolveSensors(ctx.runner, deviceId, params)
-  const reads = await Promise.all(sensors.map(async (sensor) => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: sensor.id })))
+  // One window for every series: their extent together, their buckets counted together.
+  const window = await boundedWindow(ctx, rollup, from, to, params, deviceId, sensors.map((sensor) => sensor.id))
+  const reads = await Promise.all(sensors.map(async (sensor) => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: sensor.id }, window)))
   const times = RollupSeries.unionOfStarts(reads.map((read) => read.readings))
   return {
     device_id: deviceId,

@@ -1,4 +1,4 @@
-import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingSpan, type Runner, type TierPiece, tierStates, tierStatesIn, TIERS } from '@esp/db'
+import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingsExtent, type Runner, type TierPiece, tierStates, tierStatesIn, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
@@ -32,6 +32,14 @@ export interface HistoryContext {
   maxBuckets: number
   /** the most raw readings a piece folds in the process (RAW_PAIRS_MAX unless set) */
   rawPairsMax?: number
+  /** the most values (series × buckets) one request answers; MAX_VALUES_FACTOR × maxBuckets unless set */
+  maxValues?: number
+  /**
+   * Called with the number of values a request will answer once that is known and before the
+   * work starts (for raw readings, once read): the caller's rate limit takes more of an expensive
+   * request, and may refuse it (a 429) before anything is read.
+   */
+  charge?: (values: number) => Promise<void> | void
 }
 
 export interface HistoryResult {
@@ -209,7 +217,11 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
   const sensor = resolveSensor(runner, deviceId, askedId, askedId !== null ? null : (params.sensor_key ?? '').trim())
   // Buckets of a given id are read beside its resolution, which must still find it: a missing
   // sensor is a 404, whatever the buckets gave.
-  const buckets = (async () => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: askedId ?? (await sensor).id }))()
+  const buckets = (async () => {
+    const sensorId = askedId ?? (await sensor).id
+    const window = await boundedWindow(ctx, rollup, from, to, params, deviceId, [sensorId])
+    return await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId }, window)
+  })()
   const [resolved, read] = await inOrderOfPrecedence(sensor, buckets)
   return {
     device_id: deviceId,
@@ -227,31 +239,91 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
 
 export interface Buckets { readings: RollupSeries, sampleSize: number }
 
-export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }): Promise<Buckets> {
-  const runner = ctx.runner
-  // Raw readings have no buckets to fill; their bound is the number of points.
-  const allIntervals = !rollup.raw && (params.all_intervals === 'true' || params.all_intervals === '1')
-  const coverage = params.coverage === 'true' || params.coverage === '1'
-  const until = new Date(to.getTime() + 1)
+/** Raw readings have no buckets to fill; their bound is the number of points. */
+const asksAllIntervals = (rollup: Rollup, params: HistoryParams): boolean => !rollup.raw && (params.all_intervals === 'true' || params.all_intervals === '1')
 
-  // The bucket bound applies to what can come back: when the requested range alone exceeds it,
-  // the range is clamped to the sensor's data before refusing (the span costs two index probes,
-  // so it is only asked for then).
-  if (allIntervals) {
-    const count = countBuckets(from, to, rollup)
-    if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
-  } else if (!rollup.raw && countBuckets(from, to, rollup) > ctx.maxBuckets) {
-    const span = await readingSpan(runner, base.deviceId, base.sensorId)
-    if (span.first === null || span.last === null) return { readings: new RollupSeries(new Float64Array(0), new Float64Array(0)), sampleSize: 0 }
-    const start = span.first > from ? span.first : from
-    const end = span.last < to ? span.last : to
-    const count = start <= end ? countBuckets(start, end, rollup) : 0
-    if (count > ctx.maxBuckets) throw tooManyBuckets(count, rollup.text, ctx.maxBuckets)
+/**
+ * Every series of a request is read over the requested range clamped to the stored extent of
+ * its sensors, so what a request costs follows the data it can answer, never the range it names
+ * (1970 to 2200 in a time zone is the same work as the sensor's own months). A range short
+ * enough to hold at most this many buckets is read as asked: its work is small anyway, and the
+ * extent would cost a round trip first.
+ */
+const CLAMP_ABOVE_BUCKETS = 2_000
+/** With several sensors, the values of all their series together are bounded by this many times maxBuckets. */
+export const MAX_VALUES_FACTOR = 4
+
+/**
+ * Values answered for one more unit of the caller's rate limit: a request of the contract's
+ * default form (a sensor's hourly values over six weeks, 1,008) costs nothing more than its own
+ * unit, and the largest (4 × 50,000 values over a zone's clock) about a hundred more.
+ */
+export const VALUES_PER_RATE_UNIT = 2_000
+/** The rate-limit units a history request of `values` values costs beyond its first. */
+export const historyCostUnits = (values: number): number => Math.floor(values / VALUES_PER_RATE_UNIT)
+
+/** Where a request's series are read, and how many of its values that gives at most. */
+export interface ReadWindow {
+  from: Date
+  /** inclusive, as `to` */
+  to: Date
+  /** no reading of the sensors anywhere in the range: nothing to read */
+  empty: boolean
+  /** the most buckets a series answers (for raw readings, the most points read) */
+  perSeries: number
+}
+
+/**
+ * The request's work, bounded before any of it starts (issue 33): the range is clamped to the
+ * sensors' stored extent, its buckets counted per series and over all series, and the caller
+ * charged for them; over a bound the request is a 400 naming it, before anything is read.
+ */
+export async function boundedWindow (ctx: HistoryContext, rollup: Rollup, from: Date, to: Date, params: HistoryParams, deviceId: number, sensorIds: readonly number[]): Promise<ReadWindow> {
+  const series = Math.max(1, sensorIds.length)
+  const maxValues = ctx.maxValues ?? MAX_VALUES_FACTOR * ctx.maxBuckets
+  if (rollup.raw) {
+    // Points are not known before they are read: each series reads at most its share, plus one
+    // that tells it went over.
+    const perSeries = Math.min(ctx.maxBuckets, Math.floor(maxValues / series))
+    return { from, to, empty: false, perSeries }
   }
+  const asked = countBuckets(from, to, rollup)
+  let window: ReadWindow = { from, to, empty: false, perSeries: asked }
+  if (asked > CLAMP_ABOVE_BUCKETS) {
+    const extent = await readingsExtent(ctx.runner, deviceId, sensorIds)
+    const start = extent.first !== null && extent.first > from ? extent.first : from
+    const end = extent.last !== null && extent.last < to ? extent.last : to
+    const empty = extent.first === null || extent.last === null || start > end
+    window = { from: start, to: end, empty, perSeries: empty ? 0 : countBuckets(start, end, rollup) }
+  }
+  // With all_intervals every bucket of the range is answered, holding readings or not.
+  const buckets = asksAllIntervals(rollup, params) ? asked : window.perSeries
+  if (buckets > ctx.maxBuckets) throw tooManyBuckets(buckets, rollup.text, ctx.maxBuckets)
+  if (buckets * series > maxValues) throw tooManyValues(buckets, series, maxValues)
+  await ctx.charge?.(buckets * series)
+  return window
+}
+
+const tooManyValues = (buckets: number, series: number, max: number): ApiError => errors.badRequest(
+  `This request asks for ${buckets * series} values (${series} sensors of ${buckets} buckets each); at most ${max} are answered at once. Ask for fewer sensors, a larger rollup or a shorter from/to range.`,
+  { sensor_ids: [`give ${buckets * series} values, more than ${max}`] })
+
+export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }, window: ReadWindow): Promise<Buckets> {
+  const runner = ctx.runner
+  const allIntervals = asksAllIntervals(rollup, params)
+  const coverage = params.coverage === 'true' || params.coverage === '1'
+  if (window.empty) {
+    const none = new Float64Array(0)
+    if (allIntervals) return everyInterval(ctx, rollup, from, to, coverage, { starts: none, values: none, counts: none, buckets: 0, sampleSize: 0 })
+    return { readings: new RollupSeries(none, none, coverage ? none : undefined), sampleSize: 0 }
+  }
+  const readFrom = window.from
+  const until = new Date(window.to.getTime() + 1)
 
   if (rollup.raw) {
-    const points = await rawPoints(runner, { ...base, from, until, limit: ctx.maxBuckets + 1 })
-    if (points.length > ctx.maxBuckets) throw tooManyBuckets(points.length, rollup.text, ctx.maxBuckets)
+    const points = await rawPoints(runner, { ...base, from: readFrom, until, limit: window.perSeries + 1 })
+    if (points.length > window.perSeries) throw tooManyBuckets(points.length, rollup.text, window.perSeries)
+    await ctx.charge?.(points.length)
     const starts = Float64Array.from(points, (p) => p.recorded_at.getTime())
     const values = Float64Array.from(points, (p) => finalize(stateOf(p.recorded_at.getTime(), p.value), fn) ?? NaN)
     // A null value is still a reading: the count counts rows, as sample_size does.
@@ -260,7 +332,7 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
 
   // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
   // of the world), and the buckets are found here; in UTC it bins by the rollup itself.
-  const zoneAlignment = rollup.zone?.alignmentBetween(from.getTime(), until.getTime())
+  const zoneAlignment = rollup.zone?.alignmentBetween(readFrom.getTime(), until.getTime())
   const sqlBins = zoneAlignment === undefined ? rollupSql(rollup) : null
   const bin = sqlBins?.kind === 'bin'
     ? { interval: sqlBins.interval, origin: sqlBins.origin }
@@ -269,13 +341,15 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   const binned = sqlBins?.kind === 'bin'
   const keyOf = bucketKeyer(rollup)
   // A zone's whole days come from its offsets' daily tiers where the deployment keeps them.
-  const plan = rollup.zone === undefined ? planSegments(rollup, from, until, TIERS) : planZoneSegments(rollup, from, until, TIERS, zoneAlignment, await dayOffsetTiers(runner))
+  const plan = rollup.zone === undefined ? planSegments(rollup, readFrom, until, TIERS) : planZoneSegments(rollup, readFrom, until, TIERS, zoneAlignment, await dayOffsetTiers(runner))
   const parts = await Promise.all(zoneTierRuns(plan.flatMap(splitRaw), rollup.zone !== undefined).map(async (segment) => {
     if (Array.isArray(segment)) {
       // On a zone's clock, PostgreSQL merges the tiers' rows into the buckets, given their bounds:
       // a run of tier pieces (days of several offsets, hours between them) in one statement.
-      const first = segment[0]?.from ?? from
-      const starts = bucketStartsBetween(first, new Date((segment.at(-1)?.until ?? first).getTime() - 1), rollup, Number.MAX_SAFE_INTEGER) ?? []
+      const first = segment[0]?.from ?? readFrom
+      // Bounded by the window: the run lies inside it, and its buckets were counted before.
+      const starts = bucketStartsBetween(first, new Date((segment.at(-1)?.until ?? first).getTime() - 1), rollup, window.perSeries + 2)
+      if (starts === null) throw new Error(`a zone's tier run spans more buckets than its window (${window.perSeries})`)
       const last = starts[starts.length - 1]
       const bounds = last === undefined ? [] : [...starts.map((start) => start.getTime()), nextBucket(last, rollup).getTime()]
       return { rows: await tierStatesIn(runner, segment, { ...base, fn, bounds }), binned: true }
@@ -328,22 +402,28 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   }
   if (currentKey !== -Infinity) complete()
 
-  if (allIntervals) {
-    const every = bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []
-    const everyStart = new Float64Array(every.length)
-    const everyValue = new Float64Array(every.length)
-    const everyCount = new Float64Array(coverage ? every.length : 0)
-    let i = buckets - 1
-    for (let k = every.length - 1, out = 0; k >= 0; k--, out++) {
-      const start = every[k]?.getTime() ?? NaN
-      while (i >= 0 && (starts[i] as number) > start) i--
-      everyStart[out] = start
-      const found = i >= 0 && starts[i] === start
-      everyValue[out] = found ? values[i] as number : NaN
-      if (coverage) everyCount[out] = found ? counts[i] as number : 0
-    }
-    return { readings: new RollupSeries(everyStart, everyValue, coverage ? everyCount : undefined), sampleSize }
-  }
+  if (allIntervals) return everyInterval(ctx, rollup, from, to, coverage, { starts, values, counts, buckets, sampleSize })
   const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
   return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
+}
+
+interface FoldedBuckets { starts: Float64Array, values: Float64Array, counts: Float64Array, buckets: number, sampleSize: number }
+
+/** all_intervals: every bucket of the requested range (counted against maxBuckets before), newest first, empty ones null. */
+function everyInterval (ctx: HistoryContext, rollup: Rollup, from: Date, to: Date, coverage: boolean, folded: FoldedBuckets): Buckets {
+  const { starts, values, counts, buckets, sampleSize } = folded
+  const every = bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []
+  const everyStart = new Float64Array(every.length)
+  const everyValue = new Float64Array(every.length)
+  const everyCount = new Float64Array(coverage ? every.length : 0)
+  let i = buckets - 1
+  for (let k = every.length - 1, out = 0; k >= 0; k--, out++) {
+    const start = every[k]?.getTime() ?? NaN
+    while (i >= 0 && (starts[i] as number) > start) i--
+    everyStart[out] = start
+    const found = i >= 0 && starts[i] === start
+    everyValue[out] = found ? values[i] as number : NaN
+    if (coverage) everyCount[out] = found ? counts[i] as number : 0
+  }
+  return { readings: new RollupSeries(everyStart, everyValue, coverage ? everyCount : undefined), sampleSize }
 }
