@@ -1,3 +1,4 @@
+import http from 'node:http'
 import t from 'tap'
 import { type Database, pgDate } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
@@ -116,6 +117,69 @@ t.test('SIGTERM during api load: requests in flight are answered in full, then t
   t.equal(await api.exited, 0)
   t.match(api.output(), /"msg":"closed"/)
   t.ok(answeredAfterSignal > 0, 'requests in flight at SIGTERM were answered')
+})
+
+interface Sent {
+  /** resolves once the request's bytes are handed to the kernel */
+  sent: Promise<void>
+  /** the status, or how the exchange failed */
+  answer: Promise<string>
+}
+
+/** A GET whose sending and answer can be awaited apart; `agent: false` opens a connection of its own. */
+function get (url: string, agent: http.Agent | false): Sent {
+  let markSent = (): void => {}
+  const sent = new Promise<void>((resolve) => { markSent = resolve })
+  const answer = new Promise<string>((resolve) => {
+    const request = http.get(url, { agent }, (res) => {
+      res.resume()
+      res.on('end', () => { resolve(String(res.statusCode)) })
+      res.on('error', (err: NodeJS.ErrnoException) => { resolve(`cut off: ${err.code ?? err.message}`) })
+    })
+    request.on('finish', markSent)
+    request.on('error', (err: NodeJS.ErrnoException) => { markSent(); resolve(`failed: ${err.code ?? err.message}`) })
+  })
+  return { sent, answer }
+}
+
+t.test('SIGTERM 0 to 40 ms after requests were sent: every one is answered, none reset', async (t) => {
+  const { database } = await buildApi(t)
+  const ROUNDS = 4
+  /** one request every 2 ms, the first 40 ms before the signal */
+  const SPREAD_MS = 40
+  const failed: string[] = []
+  let answered = 0
+  for (let round = 0; round < ROUNDS; round++) {
+    const api = startProcess(t, 'services/api/src/main.ts', {
+      PORT: '0', DATABASE_URL: database.url, JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '1000000'
+    })
+    const base = (await api.waitFor(HTTP_LINE))[1] ?? ''
+    // Half the requests go over kept-alive connections, idle when their request arrives; half
+    // open a connection each, accepted just before the signal.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 })
+    t.teardown(() => { agent.destroy() })
+    await Promise.all(Array.from({ length: 8 }, async () => { await get(`${base}/v0/`, agent).answer }))
+    const requests: Array<Sent & { label: string }> = []
+    const start = performance.now()
+    for (let i = 0; i <= SPREAD_MS / 2; i++) {
+      const due = start + i * 2
+      while (performance.now() < due) await new Promise((resolve) => setImmediate(resolve))
+      const kept = i % 2 === 0
+      const url = i % 4 < 2 ? `${base}/v0/sensors?per_page=50` : `${base}/v0/`
+      requests.push({ ...get(url, kept ? agent : false), label: `round ${round}, ${SPREAD_MS - i * 2} ms before, ${kept ? 'kept-alive' : 'new'} connection` })
+    }
+    // Every request is on the wire before the signal goes out.
+    await Promise.all(requests.map(async ({ sent }) => { await sent }))
+    api.child.kill('SIGTERM')
+    for (const { label, answer } of requests) {
+      const outcome = await answer
+      if (/^\d{3}$/.test(outcome)) answered++
+      else failed.push(`${label}: ${outcome}`)
+    }
+    t.equal(await api.exited, 0, `round ${round}: the process exits 0`)
+  }
+  t.same(failed, [], 'every request sent before the signal got an HTTP answer')
+  t.comment(`${answered} requests answered over ${ROUNDS} rounds`)
 })
 
 /** The `MQTT  mqtt://…` line; group 1 is the broker's URL. */

@@ -26,6 +26,11 @@ export const HttpConfig = Type.Object({
   CORS_ORIGINS: Type.String({ pattern: '^(https?://[^\\s,/]+(,https?://[^\\s,/]+)*)?$', default: '', description: 'comma-separated origins such as https://app.example.org' }),
   API_VENDOR: Type.String({ pattern: '^[a-z0-9.-]+$', default: 'smartcitizen', description: 'a lower-case vendor name' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024, description: 'an integer of bytes, at least 1024' }),
+  // Bounded cost (issue 33): every route but bulk readings (and imports, uploads) takes a small body,
+  // and a client gets a fixed time to send its request.
+  BODY_LIMIT_DEFAULT_BYTES: Type.Integer({ minimum: 1024, default: 64 * 1024, description: 'an integer of bytes, at least 1024' }),
+  HEADERS_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 600, default: 10, description: 'an integer of seconds from 1 to 600' }),
+  REQUEST_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 30, description: 'an integer of seconds from 1 to 3600' }),
   VERSION_GIT: Type.Optional(Type.String({ description: 'a version string' })),
   // Production operation (issue 9): metrics access, backpressure thresholds, shutdown budget.
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'a bearer token of at least 16 characters' })),
@@ -99,7 +104,18 @@ export const ExportConfig = Type.Object({
   STOPPED_PUBLISHING_AFTER_SECONDS: Type.Integer({ minimum: 60, default: 3600, description: 'an integer of seconds, at least 60' }),
   LOW_BATTERY_PERCENT: Type.Number({ minimum: 1, maximum: 100, default: 15, description: 'a percentage from 1 to 100' }),
   CSV_IMPORT_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024, default: 16 * 1024 * 1024, description: 'an integer of bytes, from 1024 to 268435456' }),
-  EXPORT_MAX_CONCURRENT: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'an integer from 1 to 64' })
+  EXPORT_MAX_CONCURRENT: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'an integer from 1 to 64' }),
+  // Per caller (issue 33): an anonymous address, a citizen, a researcher or admin. Below
+  // EXPORT_MAX_CONCURRENT by default, so no one caller holds every slot of a process.
+  EXPORT_MAX_PER_ANONYMOUS: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'an integer from 1 to 64' }),
+  EXPORT_MAX_PER_CITIZEN: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'an integer from 1 to 64' }),
+  EXPORT_MAX_PER_RESEARCHER: Type.Integer({ minimum: 1, maximum: 64, default: 3, description: 'an integer from 1 to 64' }),
+  // An export whose client takes no bytes this long is stopped; and any export after
+  // EXPORT_MAX_SECONDS, so that a trickle reader frees its slot too. 30 minutes is generous: a
+  // year of 12 sensors is 185 MB of CSV (9 MB of Parquet), minutes on a slow link, and the export
+  // across devices resumes with `from` set to the last time received.
+  EXPORT_IDLE_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 30, description: 'an integer of seconds from 1 to 3600' }),
+  EXPORT_MAX_SECONDS: Type.Integer({ minimum: 60, maximum: 86_400, default: 1800, description: 'an integer of seconds from 60 to 86400' })
 })
 
 /** The explorer (issue 22): with no tile server it draws the countries it ships; production may name one. */

@@ -21,6 +21,11 @@ declare module 'fastify' {
     /** false: the route reads the Authorization header itself (the OAuth token endpoint) */
     authenticate?: boolean
     /**
+     * true: an anonymous caller is a 401 before the body is read. Set for every route whose
+     * OpenAPI `security` names no anonymous alternative (SIGNED_IN); a route may set it itself.
+     */
+    viewerRequired?: boolean
+    /**
      * true: neither backpressure nor the database gate turns the route away (the clustered
      * broker's auth backend, which answers from what it knows when the database is away)
      */
@@ -40,6 +45,12 @@ export interface AuthOptions {
   cache?: CredentialCacheOptions | undefined
   /** the process's change feed: frees remembered credentials early (correctness does not depend on it) */
   changes?: ChangeFeed | undefined
+}
+
+/** An OpenAPI `security` that every caller must meet with credentials: no `{}` among its options. */
+export function requiresViewer (security: unknown): boolean {
+  return Array.isArray(security) && security.length > 0 &&
+    security.every((option: unknown) => typeof option === 'object' && option !== null && Object.keys(option).length > 0)
 }
 
 function queryToken (request: FastifyRequest): string | undefined {
@@ -85,6 +96,15 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     const unsubscribe = options.changes.subscribe(AUTH_TOPIC, authenticator.subscriber())
     app.addHook('onClose', async () => { unsubscribe() })
   }
+
+  app.addHook('onRoute', (route) => {
+    if (route.config?.viewerRequired === undefined && requiresViewer(route.schema?.security)) route.config = { ...route.config, viewerRequired: true }
+  })
+  // After every onRequest hook (the rate limit counts the refused call too), before any parser:
+  // a body nobody may send anonymously costs an anonymous caller nothing to parse.
+  app.addHook('preParsing', async (request) => {
+    if (request.viewer === null && request.routeOptions.config.viewerRequired === true) throw errors.unauthorized()
+  })
 
   app.addHook('onRequest', async (request) => {
     if (request.routeOptions.config.authenticate === false) return

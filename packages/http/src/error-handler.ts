@@ -34,7 +34,7 @@ export function fieldErrors (issues: ValidationIssue[]): FieldErrors {
   return result
 }
 
-function toApiError (error: FastifyError): ApiError {
+function toApiError (error: FastifyError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
   if (error.validation !== undefined) {
     const fields = fieldErrors(error.validation as ValidationIssue[])
@@ -47,7 +47,8 @@ function toApiError (error: FastifyError): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return errors.malformedJson(error.message)
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return errors.payloadTooLarge(Number((error as FastifyError & { limit?: number }).limit ?? 0))
+      // Fastify's error does not carry the limit; every parser takes the route's (or the server's).
+      return errors.payloadTooLarge(request.routeOptions.bodyLimit ?? request.server.initialConfig.bodyLimit ?? 0)
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return errors.unsupportedMediaType(error.message.replace(/^Unsupported Media Type:?\s*/i, ''))
     default:
@@ -74,7 +75,7 @@ export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
 /** One error shape for every route of every service, unknown routes included. */
 export const errorHandlerPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const apiError = toApiError(error)
+    const apiError = toApiError(error, request)
     // A 503 is a state the platform knows (the database went away), not a defect: a warning.
     if (apiError.statusCode === 503) request.log.warn({ err: { code: apiError.code, message: apiError.message } }, 'request refused')
     else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
@@ -108,7 +109,7 @@ export const MAX_PARAM_LENGTH = 500
 export function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
     ? errors.uriTooLong(MAX_PARAM_LENGTH)
-    : error.code === 'FST_ERR_BAD_URL' ? errors.malformedRequest('the path holds a malformed percent-encoding') : toApiError(error)
+    : error.code === 'FST_ERR_BAD_URL' ? errors.malformedRequest('the path holds a malformed percent-encoding') : toApiError(error, request)
   if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
   reply.header('x-request-id', request.id)
   void sendError(reply, apiError)
@@ -116,12 +117,20 @@ export function frameworkErrors (error: FastifyError, request: FastifyRequest, r
 
 /**
  * Fastify's `clientErrorHandler`: Node's HTTP parser failed (headers over the limit, a request line
- * too long, bytes that are not HTTP, a timeout), so there is no request, only the socket. The one
- * error shape is written on it as Fastify's default writes its own, then the socket is closed.
+ * too long, bytes that are not HTTP), or a request was not received within headersTimeout or
+ * requestTimeout (408), so there is no request to answer through Fastify, only the socket. The
+ * one error shape is written on it as Fastify's default writes its own, then the socket is closed.
  */
 export function clientErrorHandler (err: Error & { code?: string }, socket: Socket): void {
   // A reset connection has nobody left to answer (Node's and Fastify's default do the same).
   if (err.code === 'ECONNRESET' || socket.destroyed) return
+  // An answer already begun on this socket (a 401 sent while the body still trickles in) must
+  // not be followed by a second one: only the close is left (Node's own handler checks the same).
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+  if (inFlight?.headersSent === true) {
+    socket.destroy(err)
+    return
+  }
   const apiError = err.code === 'HPE_HEADER_OVERFLOW'
     ? errors.headersTooLarge()
     : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : errors.malformedRequest('it is not valid HTTP/1.1')

@@ -69,6 +69,8 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       title: options.title,
       logLevel: config.LOG_LEVEL,
       bodyLimit: config.BODY_LIMIT_BYTES,
+      defaultBodyLimit: config.BODY_LIMIT_DEFAULT_BYTES,
+      timeouts: { headersMs: config.HEADERS_TIMEOUT_SECONDS * 1000, requestMs: config.REQUEST_TIMEOUT_SECONDS * 1000 },
       trustProxy: config.TRUST_PROXY,
       publicUrl: config.PUBLIC_URL,
       vendor: config.API_VENDOR,

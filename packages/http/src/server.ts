@@ -26,6 +26,7 @@ import { representationPlugin } from './representation.js'
 import { httpCachePlugin } from './http-cache.js'
 import { createUrlRewriter } from './versioning.js'
 import { sharedSerializers } from './serializers.js'
+import { bodyGuardPlugin, DEFAULT_BODY_LIMIT } from './body-guard.js'
 
 export interface HttpSettings {
   /** absolute base URL for links; derived from the request when unset */
@@ -40,9 +41,24 @@ declare module 'fastify' {
   }
 }
 
+/** How long a client may take to send a request (Node's headersTimeout and requestTimeout). */
+export interface RequestTimeouts {
+  /** from the first byte of a request to the end of its headers */
+  headersMs: number
+  /** from the first byte of a request to the end of its body */
+  requestMs: number
+}
+
+export const DEFAULT_TIMEOUTS: RequestTimeouts = { headersMs: 10_000, requestMs: 30_000 }
+
 export interface ServerOptions extends HttpSettings {
   logLevel: string
+  /** the largest body: routes that take readings in bulk set it as their bodyLimit (BODY_LIMIT_BYTES) */
   bodyLimit: number
+  /** every other route's body limit (BODY_LIMIT_DEFAULT_BYTES); DEFAULT_BODY_LIMIT without it */
+  defaultBodyLimit?: number
+  /** DEFAULT_TIMEOUTS without them */
+  timeouts?: RequestTimeouts
   trustProxy: boolean
   credentialedOrigins?: string[]
   ready: ReadinessCheck
@@ -73,13 +89,22 @@ export const EXPLORER_PATH = '/explorer'
  */
 export async function buildServer (options: ServerOptions): Promise<FastifyInstance> {
   const rewrite = createUrlRewriter(options.vendor)
+  const defaultBodyLimit = Math.min(options.defaultBodyLimit ?? DEFAULT_BODY_LIMIT, options.bodyLimit)
+  const uploadMaxBytes = options.uploadMaxBytes ?? 5 * 1024 * 1024
+  const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
+  // Node refuses a headers timeout longer than the request's.
+  const requestMs = Math.max(timeouts.requestMs, timeouts.headersMs)
   const app = Fastify({
     logger: { ...loggerOptions(options.logLevel), ...(options.logStream !== undefined ? { stream: options.logStream } : {}) },
-    bodyLimit: options.bodyLimit,
+    // The server's limit is the small one: a route that needs more says so (largeBodyLimit).
+    bodyLimit: defaultBodyLimit,
     trustProxy: options.trustProxy,
     // While closing, a request on a connection already open is still served (with Connection:
     // close) rather than answered with Fastify's own 503 body: the launcher drains, then exits.
     return503OnClosing: false,
+    // drainOnClose closes idle connections itself, sparing those whose request is still unread.
+    forceCloseConnections: false,
+    requestTimeout: requestMs,
     genReqId: (request) => {
       const given = request.headers['x-request-id']
       return typeof given === 'string' && /^[\w-]{1,64}$/.test(given) ? given : randomUUID()
@@ -88,8 +113,15 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
     // What Fastify and Node answer before the error handler can run, in the one error shape too.
     frameworkErrors,
     clientErrorHandler,
-    // the error handler refuses a missing Host itself, in the one error shape
-    http: { requireHostHeader: false },
+    http: {
+      // the error handler refuses a missing Host itself, in the one error shape
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: requestMs,
+      // Node checks both timeouts on this interval (30 s by default, so a limit could be overrun
+      // by as much); a pass over the open connections costs little.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(timeouts.headersMs / 4)))
+    },
     rewriteUrl: (request) => rewrite(request.url ?? '/', request.headers.accept),
     schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
     ajv: {
@@ -111,8 +143,10 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   if (options.databaseHealth !== undefined) await app.register(databaseGatePlugin, { health: options.databaseHealth, pagePaths: [DOCS_PATH, EXPLORER_PATH] })
   if (options.pressure !== undefined) await app.register(pressurePlugin, { ...options.pressure, health: options.databaseHealth })
   await app.register(corsPlugin, { credentialedOrigins: options.credentialedOrigins ?? [] })
-  await app.register(formbody, { bodyLimit: options.bodyLimit })
-  await app.register(multipart, { limits: { fileSize: options.uploadMaxBytes ?? 5 * 1024 * 1024, files: 1, fields: 30, fieldSize: 64 * 1024 } })
+  await app.register(bodyGuardPlugin, { default: defaultBodyLimit, large: options.bodyLimit, multipart: uploadMaxBytes + defaultBodyLimit })
+  // Form bodies take the server's (small) limit, or the route's.
+  await app.register(formbody)
+  await app.register(multipart, { limits: { fileSize: uploadMaxBytes, files: 1, fields: 30, fieldSize: 64 * 1024 } })
   await app.register(representationPlugin)
   app.addHook('preValidation', async (request) => {
     // PostgreSQL cannot hold NUL, and jsonb not a lone surrogate (a job's payload, free JSON):
@@ -141,21 +175,43 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
 }
 
 /**
- * Graceful close: Node closes the connections that are idle when close() begins, but a keep-alive
- * connection whose response was still being written then stays open until Fastify's 72 s
- * keep-alive timeout, and close() waits for it. So while closing, every response asks the client
- * to hang up, and connections that turn idle are closed as they do.
+ * Graceful close: a request that reached the server before the signal is answered, never reset.
+ * Node's server.close() destroys the connections idle at that moment, and to Node a connection is
+ * idle until it has parsed a byte of a request: one just accepted whose request is still unread
+ * in its socket was destroyed with unread bytes, which the kernel answers with a reset. Closing
+ * the listening socket resets what its accept backlog holds, and Node accepts one connection per
+ * turn of its event loop, so under load that backlog is not short. So the server closes only
+ * once a few turns in a row accepted nothing: the backlog is empty, and what the last accepted
+ * connections sent is read (each is then active, and answered). While closing, every response
+ * asks the client to hang up; a keep-alive connection whose response was being written when
+ * close() began would otherwise stay open until Fastify's 72 s keep-alive timeout, and close()
+ * wait for it, so connections that turn idle are closed as they do.
  */
 function drainOnClose (app: FastifyInstance): void {
+  let closing = false
   let draining: NodeJS.Timeout | undefined
+  let accepted = 0
+  app.server.on('connection', () => { accepted++ })
   app.addHook('preClose', async () => {
+    closing = true
+    // Clients that keep connecting would keep it turning: a bound, past which the rest is reset.
+    const deadline = Date.now() + ACCEPT_BACKLOG_MS
+    for (let quiet = 0; quiet < 3 && Date.now() < deadline;) {
+      const before = accepted
+      // One turn of the loop, poll phase included.
+      await new Promise((resolve) => setImmediate(resolve))
+      quiet = accepted === before ? quiet + 1 : 0
+    }
     draining = setInterval(() => { app.server.closeIdleConnections() }, 50)
   })
   app.addHook('onSend', async (request, reply) => {
-    if (draining !== undefined && request.raw.httpVersionMajor === 1) reply.header('connection', 'close')
+    if (closing && request.raw.httpVersionMajor === 1) reply.header('connection', 'close')
   })
   app.addHook('onClose', async () => { clearInterval(draining) })
 }
+
+/** How long closing may spend accepting the connections the kernel accepted before it. */
+const ACCEPT_BACKLOG_MS = 1000
 
 // One cheap test a string; textProblem only names what it found. NUL is what it looks for:
 // eslint-disable-next-line no-control-regex

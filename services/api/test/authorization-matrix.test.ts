@@ -35,7 +35,9 @@ interface Rule {
 
 const MISSING_ID = 987654321
 const all = (status: number): Statuses => [status, status, status, status, status]
-const ownerOrAdmin = (ok: number): Record<Kind, Statuses> => ({ public: [401, 403, 403, ok, ok], private: [404, 404, 404, ok, ok] })
+// These routes need a signed-in caller: an anonymous one is refused before the device is looked
+// up (or the body read), so a private device and a missing id are the same 401 to it.
+const ownerOrAdmin = (ok: number): Record<Kind, Statuses> => ({ public: [401, 403, 403, ok, ok], private: [401, 404, 404, ok, ok] })
 const readable: Record<Kind, Statuses> = { public: all(200), private: [404, 404, 404, 200, 200] }
 const json = (method: NonNullable<Request['method']>, url: string, payload: object): Request => ({ method, url, payload })
 const CSV = 'TIME,55\n2026-10-01T00:00:00Z,1.5\n'

@@ -1,6 +1,10 @@
+import net from 'node:net'
 import t from 'tap'
+import type { FastifyInstance } from 'fastify'
 import { parseJsonObject } from '@esp/domain'
-import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { MAX_BODY_DEPTH, nestedDeeperThan } from '@esp/http'
+import { bearer, buildApi, multipart, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
 
 const deep = (levels: number, leaf = '1'): string => '{"a":'.repeat(levels) + leaf + '}'.repeat(levels)
 const deepArray = (levels: number): string => '['.repeat(levels) + ']'.repeat(levels)
@@ -114,8 +118,13 @@ t.test('free JSON: too deep or not well-formed is a 4xx, never a 500', async (t)
   t.equal(reset.statusCode, 400, 'a lone surrogate in a reset request is a 400')
   t.match(reset.json(), { id: 'bad_request', errors: { email_or_username: [/lone surrogate/] } })
   t.equal(await jobs(), queued, 'no job was queued')
-  const deepOne = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: `{"meta":${deep(5000)}}` })
+  // Deeper than free JSON may be, yet within the body's depth: the field is named.
+  const deepOne = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: `{"meta":${deep(MAX_BODY_DEPTH - 1)}}` })
   t.match(deepOne.json(), { id: 'unprocessable_entity', errors: { meta: [/nested too deeply/] } })
+  // Deeper than any body may be: refused before it is parsed.
+  const deeper = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: `{"meta":${deep(5000)}}` })
+  t.equal(deeper.statusCode, 400)
+  t.match(deeper.json(), { id: 'bad_request', message: /nested too deeply \(at most 72 levels\)/, errors: null, url: null })
   const atLimit = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: { ...bearer(researcher.token), ...json }, payload: `{"meta":${deep(64)}}` })
   t.equal(atLimit.statusCode, 200, '64 levels are stored')
   t.same((await state())?.meta, JSON.parse(deep(64)))
@@ -151,4 +160,165 @@ t.test('a body nested 5,000 levels deep in any field of any write route is a 4xx
       t.ok(res.statusCode >= 400 && res.statusCode < 500, `${method} ${url}, ${levels} levels: ${res.statusCode} ${res.body.slice(0, 100)}`)
     }
   }
+})
+
+/** The port a built app listens on, on the loopback interface. */
+async function listening (app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  if (typeof address !== 'object' || address === null) throw new Error('not listening')
+  return address.port
+}
+
+/** A raw HTTP/1.1 exchange: `send` writes the request in its own time; resolves with all the server wrote and when it closed. */
+async function rawExchange (port: number, send: (socket: net.Socket) => Promise<void>): Promise<{ text: string, closedAfterMs: number }> {
+  const socket = net.connect(port, '127.0.0.1')
+  await new Promise<void>((resolve, reject) => { socket.once('connect', resolve).once('error', reject) })
+  const started = Date.now()
+  let text = ''
+  socket.on('data', (chunk: Buffer) => { text += chunk.toString('latin1') })
+  const closed = new Promise<number>((resolve) => { socket.once('close', () => { resolve(Date.now() - started) }) })
+  // Writes after the server hung up fail; what it answered is what counts.
+  socket.on('error', () => {})
+  await send(socket).catch(() => {})
+  return { text, closedAfterMs: await closed }
+}
+
+const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+
+t.test('the depth scan: brackets in strings and escapes do not count, and it stops at the first level too many', async (t) => {
+  const bytes = (text: string): Buffer => Buffer.from(text)
+  t.notOk(nestedDeeperThan(bytes('{"a":[1,{"b":"[[[[[["}]}'), 3), 'brackets inside a string')
+  t.notOk(nestedDeeperThan(bytes('["\\"[[[[", "\\\\"]'), 1), 'an escaped quote, then an escaped backslash')
+  t.ok(nestedDeeperThan(bytes('[[[[]]]]'), 3))
+  t.notOk(nestedDeeperThan(bytes('[[[]]]'), 3))
+  t.notOk(nestedDeeperThan(bytes('"é😀[[[["'), 1), 'multi-byte characters')
+  t.ok(nestedDeeperThan(bytes(deepArray(MAX_BODY_DEPTH + 1)), MAX_BODY_DEPTH))
+  t.notOk(nestedDeeperThan(bytes(deepArray(MAX_BODY_DEPTH)), MAX_BODY_DEPTH))
+})
+
+t.test('a 4.8 MB body of nested [ is a 400 at a few milliseconds of CPU, and an anonymous one a 401', async (t) => {
+  const harness = await buildPlatform(t, { bodyLimit: 8 * 1024 * 1024 })
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id)
+  const payload = Buffer.alloc(4_800_000, '[')
+  const json = { 'content-type': 'application/json' }
+  // Warm the route and its hooks, so the measure below is of the body alone.
+  await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: { ...bearer(owner.token), ...json }, payload: '[[]]' })
+  // JSON.parse spends 1 to 2 s of CPU on this body here; the scan stops after 73 bytes. What is
+  // left is inject copying 4.8 MB and the hooks, a few ms: 200 ms is far from both, so a loaded
+  // machine (this process runs the server and tap's other work) does not make it flaky.
+  const before = process.cpuUsage()
+  const res = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: { ...bearer(owner.token), ...json }, payload })
+  const used = process.cpuUsage(before)
+  const cpuMs = (used.user + used.system) / 1000
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { id: 'bad_request', message: /nested too deeply/, errors: null, url: null })
+  t.ok(cpuMs < 200, `the server spent ${cpuMs.toFixed(1)} ms of CPU on it`)
+
+  const anonymous = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: json, payload })
+  t.equal(anonymous.statusCode, 401, 'no credentials: 401 before the body is looked at')
+  t.match(anonymous.json(), { id: 'unauthorized' })
+  // Within the default limit, on a route open to anonymous callers: the same 400.
+  const signUpDeep = await app.inject({ method: 'POST', url: '/v0/users', headers: json, payload: Buffer.alloc(60_000, '[') })
+  t.equal(signUpDeep.statusCode, 400)
+  t.match(signUpDeep.json(), { id: 'bad_request', message: /nested too deeply/ })
+  const form = await app.inject({ method: 'POST', url: '/v0/sessions', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `username${'[a]'.repeat(5000)}=x&password=y` })
+  t.ok(form.statusCode >= 400 && form.statusCode < 500, `bracketed form keys are flat keys: ${form.statusCode}`)
+})
+
+t.test('body limits per route: small by default, readings and imports large, 413 naming the limit', async (t) => {
+  const large = 1024 * 1024
+  const harness = await buildPlatform(t, { bodyLimit: large })
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id)
+  const headers = { ...bearer(owner.token), 'content-type': 'application/json' }
+
+  const update = await app.inject({ method: 'PATCH', url: `/v0/devices/${device}`, headers, payload: { description: 'x'.repeat(70 * 1024) } })
+  t.equal(update.statusCode, 413, 'a device update over 64 KiB')
+  t.match(update.json(), { id: 'payload_too_large', message: 'The body is larger than the limit of 65536 bytes', errors: null })
+  const form = await app.inject({ method: 'PATCH', url: `/v0/devices/${device}`, headers: { ...bearer(owner.token), 'content-type': 'application/x-www-form-urlencoded' }, payload: `description=${'x'.repeat(70 * 1024)}` })
+  t.equal(form.statusCode, 413, 'a form body too')
+  t.match(form.json(), { message: /limit of 65536 bytes/ })
+  // Whitespace is JSON too: 60 KiB of body that the description's own rules let through.
+  const small = await app.inject({ method: 'PATCH', url: `/v0/devices/${device}`, headers, payload: `{"description":"under the limit"}${' '.repeat(60 * 1024)}` })
+  t.equal(small.statusCode, 200, 'under it, the update is made')
+
+  // About 600 KB of readings: over the default limit, within the readings' one.
+  const start = Math.floor(Date.now() / 60_000) * 60_000 - 30 * 86_400_000
+  const data = Array.from({ length: 8000 }, (_, i) => ({ recorded_at: new Date(start + i * 60_000).toISOString(), sensors: [{ id: 55, value: i / 10 }] }))
+  const body = JSON.stringify({ data })
+  t.ok(body.length > 64 * 1024 && body.length < large, `${body.length} bytes`)
+  const posted = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers, payload: body })
+  t.equal(posted.statusCode, 200, 'readings take a large body')
+  t.match(posted.json(), { stored: 8000 })
+  const tooMany = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers, payload: JSON.stringify({ data: [...data, ...data] }) })
+  t.equal(tooMany.statusCode, 413)
+  t.match(tooMany.json(), { message: `The body is larger than the limit of ${large} bytes` })
+
+  // Multipart is read by the handler past Fastify's check: its Content-Length is judged first,
+  // against the upload limit (256 KiB in tests) plus the default.
+  const picture = multipart({ city: 'Oslo' }, { profile_picture: { name: 'a.png', type: 'image/png', bytes: Buffer.alloc(400 * 1024) } })
+  const upload = await app.inject({ method: 'PATCH', url: '/v0/me', headers: { ...bearer(owner.token), ...picture.headers }, payload: picture.payload })
+  t.equal(upload.statusCode, 413)
+  t.match(upload.json(), { message: `The body is larger than the limit of ${256 * 1024 + 64 * 1024} bytes` })
+})
+
+t.test('a route that needs a signed-in caller refuses an anonymous one before reading the body', async (t) => {
+  const harness = await buildPlatform(t, { bodyLimit: 8 * 1024 * 1024 })
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id)
+  const port = await listening(app)
+  for (const [method, url] of [['POST', `/v0/devices/${device}/readings`], ['PATCH', '/v0/me'], ['POST', '/v0/experiments']] as const) {
+    // Headers announce 4 MB, and only 16 bytes follow: the answer cannot wait for the body, so
+    // no parser ran. (A parser would also have refused those 16 bytes as malformed JSON.)
+    const { text } = await rawExchange(port, async (socket) => {
+      socket.write(`${method} ${url} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4000000\r\n\r\n{"data":[[[[[[[`)
+      await sleep(300)
+      socket.destroy()
+    })
+    t.match(text, /^HTTP\/1\.1 401 /, `${method} ${url}: 401 before the body arrived`)
+    t.match(text, /"id":"unauthorized"/)
+  }
+  const signedIn = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: { ...bearer(owner.token), 'content-type': 'application/json' }, payload: '{"data":' })
+  t.equal(signedIn.statusCode, 400, 'signed in, the body is parsed (and this one is malformed)')
+  const anonymousRead = await app.inject({ method: 'GET', url: `/v0/devices/${device}` })
+  t.equal(anonymousRead.statusCode, 200, 'routes open to anonymous callers stay open')
+})
+
+t.test('a request sent too slowly is a 408 and its connection is closed', async (t) => {
+  const timeouts = { headersMs: 600, requestMs: 1200 }
+  const { app } = await buildApi(t, { server: { timeouts } })
+  const port = await listening(app)
+  // Node checks the timeouts every headersMs / 4: the answer may come that much after the limit.
+  const slack = 1000
+
+  const body = JSON.stringify({ username: 'someone', password: 'a long password' })
+  const slowBody = await rawExchange(port, async (socket) => {
+    socket.write(`POST /v0/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
+    for (const char of body) {
+      if (socket.destroyed) return
+      socket.write(char)
+      await sleep(200)
+    }
+  })
+  t.match(slowBody.text, /^HTTP\/1\.1 408 /, 'one byte every 200 ms: 408')
+  t.match(slowBody.text, /"id":"request_timeout"/, 'in the one error shape')
+  t.ok(slowBody.closedAfterMs < timeouts.requestMs + slack, `closed after ${slowBody.closedAfterMs} ms`)
+
+  const slowHeaders = await rawExchange(port, async (socket) => {
+    for (const char of 'GET /v0/ HTTP/1.1\r\nHost: localhost\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa') {
+      if (socket.destroyed) return
+      socket.write(char)
+      await sleep(100)
+    }
+  })
+  t.match(slowHeaders.text, /^HTTP\/1\.1 408 /, 'headers a byte at a time: 408')
+  t.ok(slowHeaders.closedAfterMs < timeouts.headersMs + slack, `closed after ${slowHeaders.closedAfterMs} ms`)
+
+  const quick = await app.inject({ method: 'GET', url: '/v0/' })
+  t.equal(quick.statusCode, 200, 'an ordinary request is untouched')
 })

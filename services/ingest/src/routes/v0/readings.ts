@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { assertCanWrite, errors, findDeviceAccess, ingestReadings } from '@esp/domain'
-import { documentedAs, errorResponses, recordIdParam, SIGNED_IN } from '@esp/http'
+import { documentedAs, errorResponses, largeBodyLimit, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
 const Stored = Type.Object({
@@ -28,6 +28,7 @@ const Reading = Type.Object({
 export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   app.post('/devices/:device_id/readings', {
+    bodyLimit: largeBodyLimit(fastify),
     schema: {
       tags: ['readings'],
       summary: 'Post readings (owner or admin): {data: [{recorded_at, sensors: [{id (sensor id or kit key), value}]}]}',
