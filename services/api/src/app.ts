@@ -39,6 +39,12 @@ export interface ApiDeps {
   csvImportMaxBytes?: number
   /** streamed exports running at once per process, each on a connection of its own (EXPORT_MAX_CONCURRENT) */
   exportMaxConcurrent?: number
+  /** streamed exports at once per caller (EXPORT_MAX_PER_ANONYMOUS, _CITIZEN, _RESEARCHER) */
+  exportMaxPerCaller?: { anonymous: number, citizen: number, researcher: number }
+  /** an export whose client takes no bytes this long is stopped (EXPORT_IDLE_SECONDS) */
+  exportIdleSeconds?: number
+  /** the longest any export runs (EXPORT_MAX_SECONDS) */
+  exportMaxSeconds?: number
   /** the built explorer, served at /explorer/; browsers asking for / are sent there */
   explorer?: ExplorerOptions | undefined
   /** streaming replicas for anonymous reads (DATABASE_READ_URL); without them everything reads `database` */
@@ -104,7 +110,13 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
         archiveDir: archiveDir(deps.dataDir),
         importLimits: { maxFutureMs: (deps.readingsMaxFutureSeconds ?? 86_400) * 1000, minTime: OLDEST_READING },
         importMaxBytes: deps.csvImportMaxBytes ?? 16 * 1024 * 1024,
-        maxConcurrent: deps.exportMaxConcurrent ?? 4
+        slots: {
+          maxConcurrent: deps.exportMaxConcurrent ?? 4,
+          perAnonymous: deps.exportMaxPerCaller?.anonymous ?? 1,
+          perCitizen: deps.exportMaxPerCaller?.citizen ?? 2,
+          perResearcher: deps.exportMaxPerCaller?.researcher ?? 3
+        },
+        timeouts: { idleMs: (deps.exportIdleSeconds ?? 30) * 1000, maxMs: (deps.exportMaxSeconds ?? 1800) * 1000 }
       }
     })
   }, { prefix: '/v0' })

@@ -1,11 +1,12 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import path from 'node:path'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import { finished } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, findDeviceAccess, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport,
-  openReadingsExport, requestCsvArchive, verifyArchiveLink
+  createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, type ExportSlotLimits, ExportSlots, type ExportTimeouts, findDeviceAccess, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport,
+  openReadingsExport, requestCsvArchive, verifyArchiveLink, watchExport
 } from '@esp/domain'
 import { baseUrl, binaryFile, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
@@ -20,8 +21,10 @@ export interface ExportRouteContext extends ApiContext {
     importLimits: ImportLimits
     /** the largest CSV import body */
     importMaxBytes: number
-    /** streamed exports at once; each holds a connection of its own */
-    maxConcurrent: number
+    /** streamed exports at once, per process (each holds a connection of its own) and per caller */
+    slots: ExportSlotLimits
+    /** when an export is stopped: a client that takes no bytes, and any export at all */
+    timeouts: ExportTimeouts
   }
 }
 
@@ -63,7 +66,7 @@ const CsvImportForm = multipartForm(Type.Object({ file: binaryFile("the SD card'
 export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['readings']
-  let running = 0
+  const slots = new ExportSlots(ctx.exports.slots)
   // The SD-card file as the body itself; multipart is read by the handler.
   app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => { done(null, body) })
 
@@ -107,19 +110,29 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       .send(createReadStream(file))
   })
 
-  /** Streams an export, counted against the exports that may run at once until its connection is gone. */
-  const streamExport = async (reply: FastifyReply, open: () => Promise<OpenedExport>): Promise<FastifyReply> => {
-    if (running >= ctx.exports.maxConcurrent) throw errors.serviceUnavailable('Too many exports are running; try again in a minute')
-    running++
+  /**
+   * Streams an export, counted against the exports that may run at once (the process's and the
+   * caller's) until its connection is gone. A client that stops reading, or an export past its
+   * time, loses its socket: the reply's stream is then destroyed, which cancels the COPY and closes
+   * its connection, and that frees the slot.
+   */
+  const streamExport = async (request: FastifyRequest, reply: FastifyReply, open: () => Promise<OpenedExport>): Promise<FastifyReply> => {
+    const slot = slots.take(request.viewer, request.ip)
     let opened
     try {
       opened = await open()
     } catch (err) {
-      running--
+      slot.release()
       throw err
     }
-    // Counted until the connection is gone, whether the download finished or was abandoned.
-    void opened.closed.finally(() => { running-- })
+    const unwatch = watchExport(reply.raw.socket, ctx.exports.timeouts, (reason) => {
+      request.log.info({ reason }, reason === 'idle' ? 'export stopped: the client took no bytes' : 'export stopped: it ran too long')
+      reply.raw.destroy()
+    })
+    // Watched until the answer is sent or its socket gone (its tail may still be in the socket
+    // when the COPY ends), and counted until the COPY's connection is closed, however it ended.
+    finished(reply.raw, () => { unwatch(); slot.leaveCaller() })
+    void opened.closed.finally(slot.release)
     return reply.type(opened.contentType).header('content-disposition', `attachment; filename=${opened.filename}`).send(opened.stream)
   }
 
@@ -132,7 +145,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       querystring: Type.Object(exportQuery),
       response: exportResponses
     }
-  }, async (request, reply) => await streamExport(reply, async () => await openReadingsExport(request.reads.database, request.viewer, request.params.device_id, request.query)))
+  }, async (request, reply) => await streamExport(request, reply, async () => await openReadingsExport(request.reads.database, request.viewer, request.params.device_id, request.query)))
 
   app.get('/readings/export', {
     schema: {
@@ -149,7 +162,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       }),
       response: exportResponses
     }
-  }, async (request, reply) => await streamExport(reply, async () => await openDevicesExport(request.reads.database, request.viewer, request.query)))
+  }, async (request, reply) => await streamExport(request, reply, async () => await openDevicesExport(request.reads.database, request.viewer, request.query)))
 
   app.post('/devices/:device_id/readings/csv', {
     bodyLimit: ctx.exports.importMaxBytes,
