@@ -1,7 +1,7 @@
 export * as schema from './schema/index.js'
 export * from './schema/index.js'
 export { createDatabase, inTransaction, type Database, type DatabaseOptions, type Db, type Executor, type Sql, type Transaction } from './client.js'
-export { startEmbeddedPostgres, ensureDatabase, dropDatabase, postgresUserIds, type EmbeddedServer } from './embedded.js'
+export { startEmbeddedPostgres, ensureDatabase, dropDatabase, postgresUserIds, embeddedDatabaseStatus, type EmbeddedServer, type EmbeddedStatus, type RestartPolicy } from './embedded.js'
 export { migrateDatabase, migrationStatus, expectedMigrationCount, migrationsFolder } from './migrate.js'
 export { seedCatalogue } from './seed.js'
 export { freePort, portIsFree } from './free-port.js'

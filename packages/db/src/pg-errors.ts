@@ -56,13 +56,35 @@ export interface Unavailability {
    * went away in the middle of its request, so it is confirmed before anything is concluded.
    */
   certain: boolean
+  /**
+   * The server cannot be reached or ended the session. False when it is up but lacks what this
+   * work needs (a full disk, memory): the request is refused all the same, but reads may still
+   * succeed, so the process does not take the whole database for gone.
+   */
+  unreachable: boolean
+}
+
+const DISK_FULL = /no space left on device/i
+
+/**
+ * What the server lacks when it refuses work for want of resources: class 53 (53100 disk_full,
+ * 53200 out_of_memory) and any error whose message says the disk is full (58030 io_error, a
+ * PANIC on a WAL write). 53300 (no connection slots) is an unavailability of its own.
+ */
+function describeShortage (code: string, message: string): string | null {
+  if (code === '53100' || DISK_FULL.test(message)) return 'its disk is full'
+  if (code === '53200') return 'it is out of memory'
+  if (code.startsWith('53') && code !== '53300') return 'it lacks the resources for this request'
+  return null
 }
 
 /**
- * Why the database cannot serve, when the error says it cannot be reached or ended the session
- * rather than that a query was wrong: the driver's own codes (CONNECTION_CLOSED, CONNECT_TIMEOUT),
- * the socket's (ECONNREFUSED) and the server's when it stops, restarts or terminates sessions
- * (class 08, 57P01-57P03, 53300). Null for any other error.
+ * Why the database cannot serve, when the error says it cannot be reached, ended the session or
+ * lacks resources rather than that a query was wrong: the driver's own codes (CONNECTION_CLOSED,
+ * CONNECT_TIMEOUT), the socket's (ECONNREFUSED), the server's when it stops, restarts or
+ * terminates sessions (class 08, 57P01-57P03, 53300) and when its disk is full or memory short
+ * (class 53, "No space left on device"). Null for any other error. The one rule that makes these
+ * a 503 with Retry-After rather than a 500: a write refused so committed nothing.
  */
 export function databaseUnavailability (err: unknown): Unavailability | null {
   let current: unknown = err
@@ -71,7 +93,11 @@ export function databaseUnavailability (err: unknown): Unavailability | null {
     if (typeof code === 'string' && (UNAVAILABLE_DRIVER_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code) || code.startsWith('08'))) {
       const syscall = 'syscall' in current ? current.syscall : undefined
       const certain = !UNAVAILABLE_DRIVER_CODES.has(code) || DRIVER_OWN_CODES.has(code) || syscall === 'connect' || syscall === 'getaddrinfo' || 'query' in current
-      return { reason: `the database is unavailable: ${describeUnavailable(code)}`, certain }
+      return { reason: `the database is unavailable: ${describeUnavailable(code)}`, certain, unreachable: true }
+    }
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+      const shortage = describeShortage(code, 'message' in current && typeof current.message === 'string' ? current.message : '')
+      if (shortage !== null) return { reason: `the database is unavailable: ${shortage}`, certain: true, unreachable: false }
     }
     current = 'cause' in current ? current.cause : undefined
   }

@@ -39,10 +39,19 @@ export interface PostmasterOptions {
   notice?: ((message: string) => void) | undefined
 }
 
+export interface PostmasterExit { code: number | null, signal: NodeJS.Signals | null }
+
 export interface Postmaster {
+  pid: number | undefined
   /** fast shutdown; resolves once the server has exited */
   stop: () => Promise<void>
+  /** settles when the server has exited, whoever stopped it */
+  exited: Promise<PostmasterExit>
 }
+
+/** How a postmaster ended, for the operator: `killed by SIGKILL`, `exit code 1`. */
+export const describeExit = (exit: PostmasterExit): string =>
+  exit.signal !== null ? `killed by ${exit.signal}` : `exit code ${exit.code ?? 'unknown'}`
 
 /** Starts postgres and resolves once it accepts connections; rejects (with its log) if it exits first. */
 export async function spawnPostmaster (options: PostmasterOptions): Promise<Postmaster> {
@@ -51,7 +60,7 @@ export async function spawnPostmaster (options: PostmasterOptions): Promise<Post
   const child = SETPRIV === undefined
     ? spawn(options.binary, args, spawnOptions(options))
     : spawn(SETPRIV, ['--pdeathsig', 'INT', '--', options.binary, ...args], spawnOptions(options))
-  const exited = new Promise<void>((resolve) => { child.once('exit', () => { resolve() }) })
+  const exited = new Promise<PostmasterExit>((resolve) => { child.once('exit', (code, signal) => { resolve({ code, signal }) }) })
   let ready = false
   let tail = ''
   await new Promise<void>((resolve, reject) => {
@@ -65,9 +74,9 @@ export async function spawnPostmaster (options: PostmasterOptions): Promise<Post
       if (ready) resolve()
     })
     child.on('error', reject)
-    void exited.then(() => { reject(new Error(`postgres exited during start (${child.exitCode ?? child.signalCode ?? 'unknown'})`)) })
+    void exited.then((exit) => { reject(new Error(`postgres exited during start (${describeExit(exit)})`)) })
   })
-  return { stop: async () => { await stopChild(child, exited) } }
+  return { pid: child.pid, stop: async () => { await stopChild(child, exited) }, exited }
 }
 
 function spawnOptions (options: PostmasterOptions): Parameters<typeof spawn>[2] {
@@ -80,7 +89,7 @@ function spawnOptions (options: PostmasterOptions): Parameters<typeof spawn>[2] 
   }
 }
 
-async function stopChild (child: ChildProcess, exited: Promise<void>): Promise<void> {
+async function stopChild (child: ChildProcess, exited: Promise<PostmasterExit>): Promise<void> {
   for (const [signal, waitMs] of SHUTDOWN_STEPS) {
     if (child.exitCode !== null || child.signalCode !== null) return
     child.kill(signal)
@@ -165,6 +174,6 @@ async function holderOf (pid: number, clusterDir: string): Promise<Holder> {
 
 const undeleted = (link: string): string => link.replace(/ \(deleted\)$/, '')
 
-async function settlesWithin (promise: Promise<void>, ms: number): Promise<boolean> {
+async function settlesWithin (promise: Promise<unknown>, ms: number): Promise<boolean> {
   return await withDeadline(promise.then(() => true), ms, () => false)
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { databaseUnavailability, databaseUnavailableReason, type Sql, withDeadline } from '@esp/db'
+import { databaseUnavailability, databaseUnavailableReason, embeddedDatabaseStatus, type Sql, withDeadline } from '@esp/db'
 import { errors } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
@@ -39,11 +39,15 @@ export class DatabaseHealth {
   /** why the database is unavailable, or null */
   get reason (): string | null { return this.down?.reason ?? null }
 
-  /** Takes note of an error; true when it says the database is unavailable. */
+  /**
+   * Takes note of an error; true when it says the database is unavailable (the caller refuses
+   * its work). Only an unreachable database closes the gate: one that is up but lacks resources (a
+   * full disk) refuses the requests that need them, and reads go on being answered.
+   */
   note (err: unknown): boolean {
     const found = databaseUnavailability(err)
     if (found === null) return false
-    if (this.down === null && !this.closed) {
+    if (found.unreachable && this.down === null && !this.closed) {
       if (found.certain) this.markDown(found.reason)
       else this.confirm(found.reason)
     }
@@ -62,7 +66,7 @@ export class DatabaseHealth {
     if (this.confirming) return
     this.confirming = true
     void this.ask().then((err) => {
-      if (err !== null) this.markDown(databaseUnavailableReason(err) ?? reason)
+      if (err !== null) this.markDown(downReason(err) ?? reason)
     }).finally(() => { this.confirming = false })
   }
 
@@ -96,10 +100,20 @@ export class DatabaseHealth {
       this.down = null
       this.options.onChange?.(true, `back after ${downFor} ms`)
     } else {
-      this.down.reason = databaseUnavailableReason(err) ?? this.down.reason
+      this.down.reason = downReason(err) ?? this.down.reason
       this.schedule(this.probeIntervalMs)
     }
   }
+}
+
+/**
+ * Why the database does not answer: an embedded server of this process that is being started
+ * again knows more (its disk is full) than the refused connection says.
+ */
+function downReason (err: unknown): string | null {
+  const { outage } = embeddedDatabaseStatus()
+  if (outage !== null) return `the database is unavailable: ${outage}`
+  return databaseUnavailableReason(err)
 }
 
 declare module 'fastify' {

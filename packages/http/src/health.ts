@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import { databaseUnavailableReason, withDeadline } from '@esp/db'
+import { databaseUnavailableReason, embeddedDatabaseStatus, withDeadline } from '@esp/db'
 import { errors } from '@esp/domain'
 import { errorResponses } from './error-body.js'
 import { sendError } from './error-handler.js'
@@ -19,10 +19,16 @@ export async function healthRoutes (app: FastifyInstance, options: { ready: Read
   const config = { rateLimit: false as const }
   // A probe's answer is of this moment and this process: no cache may keep it.
   app.addHook('onRequest', async (_request, reply) => { reply.header('cache-control', 'no-store') })
+  // Live while the process can recover by itself, a database outage included (its embedded server
+  // is being started again); failing only tells a supervisor to restart the process.
   app.get('/health/live', {
     config,
-    schema: { ...common, summary: 'The process is up', operationId: 'healthLive', response: { 200: Status } }
-  }, async () => ({ status: 'live' }))
+    schema: { ...common, summary: 'The process is up and can recover by itself', operationId: 'healthLive', response: { 200: Status, ...errorResponses(503) } }
+  }, async (_request, reply) => {
+    const { failure } = embeddedDatabaseStatus()
+    if (failure !== null) return sendError(reply, errors.serviceUnavailable(`the embedded PostgreSQL cannot recover by itself: ${failure}`))
+    return { status: 'live' }
+  })
   app.get('/health/ready', {
     config,
     schema: { ...common, summary: 'The database is reachable and migrated', operationId: 'healthReady', response: { 200: Status, ...errorResponses(503) } }
