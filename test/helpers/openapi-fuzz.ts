@@ -21,7 +21,14 @@ export interface Schema {
   anyOf?: Schema[]
   $ref?: string
 }
-export interface Parameter { name: string, in: string, required: boolean, schema: Schema }
+export interface Parameter {
+  name: string
+  in: string
+  required: boolean
+  schema: Schema
+  /** the document's examples of the parameter (its `examples` values, or its `example`) */
+  examples?: unknown[]
+}
 export interface Operation { method: string, path: string, parameters: Parameter[], bodies: { mediaType: string, schema: Schema }[] }
 
 export type Role = 'anonymous' | 'other' | 'owner' | 'bad-credentials'
@@ -70,7 +77,11 @@ export function readOperations (document: unknown): Operation[] {
       if (!isRecord(op)) continue
       const rawParams = [...(Array.isArray(item.parameters) ? item.parameters : []), ...(Array.isArray(op.parameters) ? op.parameters : [])]
       const parameters = rawParams.map((p) => resolve(doc, p)).filter(isRecord).map((p) => ({
-        name: String(p.name), in: String(p.in), required: p.required === true, schema: (resolve(doc, p.schema) ?? {}) as Schema
+        name: String(p.name),
+        in: String(p.in),
+        required: p.required === true,
+        schema: (resolve(doc, p.schema) ?? {}) as Schema,
+        examples: isRecord(p.examples) ? Object.values(p.examples).map((e) => isRecord(e) ? e.value : undefined).filter((v) => v !== undefined) : 'example' in p ? [p.example] : []
       }))
       const body = resolve(doc, op.requestBody)
       const content = isRecord(body) && isRecord(body.content) ? body.content : {}

@@ -14,7 +14,7 @@ import { errors, textProblem } from '@esp/domain'
 import { ErrorBody } from './error-body.js'
 import { clientErrorHandler, errorHandlerPlugin, frameworkErrors, MAX_PARAM_LENGTH } from './error-handler.js'
 import { authPlugin, type AuthOptions } from './auth-plugin.js'
-import { rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
+import { noRateLimit, rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
 import { corsPlugin } from './cors.js'
 import { healthRoutes, type ReadinessCheck } from './health.js'
 import { loggerOptions } from './logger.js'
@@ -164,6 +164,7 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   if (options.auth !== undefined) await app.register(authPlugin, options.auth)
   else app.decorateRequest('viewer', null)
   if (options.rateLimit !== undefined) await app.register(rateLimitPlugin, options.rateLimit)
+  else noRateLimit(app)
   await app.register(swagger, openapiOptions(options.title))
   await app.register(swaggerUi, { routePrefix: DOCS_PATH, uiConfig: { docExpansion: 'list', deepLinking: true } })
   await app.register(healthRoutes, { ready: options.ready })

@@ -1,7 +1,9 @@
 import t from 'tap'
+import { ingestService } from '@esp/ingest'
 import { systemClock } from '@esp/domain'
 import { bearer, buildApi, signUp, signUpAs, TEST_JWT_SECRET } from '../../../test/helpers/api.js'
 import { startRedis } from '../../../test/helpers/redis.js'
+import { makeDevice } from '../../../test/helpers/platform.js'
 
 t.test('a citizen is throttled at the 91st request in a minute, with the error body and headers', async (t) => {
   const limited = await buildApi(t, { server: { rateLimit: { perMinute: 90 } } })
@@ -47,4 +49,48 @@ t.test('with REDIS_URL two instances share one budget', async (t) => {
     statuses.push((await second.app.inject({ url: '/v0/', headers: bearer(user.token) })).statusCode)
   }
   t.same(statuses, [200, 200, 200, 200, 200, 200, 429, 429])
+})
+
+t.test('the limit is weighted: a request that answers many values costs more of it', async (t) => {
+  const { app, database } = await buildApi(t, {
+    server: { rateLimit: { perMinute: 90 } },
+    extra: async (app, database) => { await app.register(ingestService, { database, maxValues: 100_000, maxFutureSeconds: 86_400 }) }
+  })
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id, { name: 'a year of hours' })
+  const hour = 3_600_000
+  const end = Math.floor(Date.now() / hour) * hour
+  for (let day = 0; day < 365; day += 60) {
+    const data = Array.from({ length: Math.min(60, 365 - day) * 24 }, (_, i) => ({ recorded_at: new Date(end - (365 - day) * 24 * hour + i * hour).toISOString(), sensors: [{ id: 55, value: i % 30 }] }))
+    t.equal((await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: bearer(owner.token), payload: { data } })).statusCode, 200)
+  }
+  const from = (url: string) => ({ url, remoteAddress: '10.0.0.9' })
+  const remaining = async (): Promise<number> => Number((await app.inject(from('/v0/'))).headers['x-ratelimit-remaining'])
+  const before = await remaining()
+  const year = await app.inject(from(`/v0/devices/${device}/readings?sensor_id=55&rollup=1h&from=2000-01-01&to=2200-01-01&timezone=Asia/Kathmandu`))
+  t.equal(year.statusCode, 200)
+  const values = (year.json() as { readings: unknown[] }).readings.length
+  t.ok(values >= 365 * 24 - 1, `a year of hours answered (${values} values)`)
+  const after = await remaining()
+  // The cheap request, the year (its unit and one per 2,000 values), then this one.
+  t.equal(before - after, 1 + 1 + Math.floor(values / 2_000), `the year cost ${before - after - 1} units`)
+  // Over what is left, the same request is refused before anything is read.
+  let status = 200
+  for (let i = 0; i < 30 && status === 200; i++) status = (await app.inject(from(`/v0/devices/${device}/readings?sensor_id=55&rollup=1h&from=2000-01-01&to=2200-01-01`))).statusCode
+  t.equal(status, 429, 'expensive requests run out the budget sooner')
+  t.equal((await app.inject(from('/v0/'))).statusCode, 429, 'and the caller is then refused anything')
+  t.equal((await app.inject({ url: '/v0/', remoteAddress: '10.0.0.10' })).statusCode, 200, 'another address is not')
+})
+
+t.test('a 503 answered before the limit was counted still costs its caller', async (t) => {
+  const { app } = await buildApi(t, {
+    server: { rateLimit: { perMinute: 5 } },
+    extra: async (app) => {
+      // Turned away before the rate limit runs, as backpressure and the database gate do.
+      app.get('/v0/always-unavailable', { onRequest: async (_request, reply) => { await reply.code(503).send({ id: 'service_unavailable', message: 'busy', errors: null, url: null }) } }, async () => ({}))
+    }
+  })
+  const from = (url: string) => ({ url, remoteAddress: '10.0.0.11' })
+  for (let i = 0; i < 5; i++) t.equal((await app.inject(from('/v0/always-unavailable'))).statusCode, 503)
+  t.equal((await app.inject(from('/v0/'))).statusCode, 429, 'five 503s spent the budget of five')
 })

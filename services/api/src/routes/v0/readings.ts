@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { asksForSeveralSensors, assertCanSee, findDeviceAccess, historiesJson, historyJson, MAX_SENSORS_PER_REQUEST, parseDeviceId, readingsHistories, readingsHistory, rollupFunctions } from '@esp/domain'
+import { asksForSeveralSensors, assertCanSee, findDeviceAccess, historiesJson, historyCostUnits, historyJson, MAX_SENSORS_PER_REQUEST, parseDeviceId, readingsHistories, readingsHistory, rollupFunctions } from '@esp/domain'
 import { errorResponses, parsedParam, recordIdParam } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -39,15 +39,15 @@ const Histories = Type.Object({
 const Query = Type.Object({
   sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'sensor id (or sensor_key); one of the two is required' }))),
   sensor_key: Type.Optional(Type.String({ description: "the kit's sensor key or a sensor's default key" })),
-  sensor_ids: Type.Optional(parsedParam(Type.String({ pattern: '^(all|[0-9]+(,[0-9]+)*)$', description: `several sensors in one answer, one series each on the same buckets: ids separated by commas (at most ${MAX_SENSORS_PER_REQUEST}), or all (the device's components)` }))),
+  sensor_ids: Type.Optional(parsedParam(Type.String({ pattern: '^(all|[0-9]+(,[0-9]+)*)$', description: `several sensors in one answer, one series each on the same buckets: ids separated by commas (at most ${MAX_SENSORS_PER_REQUEST}), or all (the device's components)`, examples: ['all', '55,56'] }))),
   sensor_keys: Type.Optional(Type.String({ description: 'as sensor_ids, by key: keys separated by commas' })),
-  rollup: Type.Optional(parsedParam(Type.String({ pattern: '^[0-9]{1,9}(ms|y|M|w|d|h|m|s)$', description: 'required: an integer and a unit, y, M, w, d, h, m, s or ms (e.g. 1h, 10m, 1d); 0 of any unit gives raw readings' }))),
+  rollup: Type.Optional(parsedParam(Type.String({ pattern: '^[0-9]{1,9}(ms|y|M|w|d|h|m|s)$', description: 'required: an integer and a unit, y, M, w, d, h, m, s or ms (e.g. 1h, 10m, 1d); 0 of any unit gives raw readings', examples: ['1h', '0s', '1ms', '1s', '1m', '1d', '1w', '1M', '1y'] }))),
   function: Type.Optional(parsedParam(Type.String({ enum: [...rollupFunctions], default: 'avg', description: 'how the values of a bucket are combined' }))),
   from: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'ISO 8601 (with or without milliseconds and offset), a date, or epoch seconds; default: 6 weeks before to' }))),
   to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as from; default: now' }))),
   all_intervals: Type.Optional(parsedParam(Type.Boolean({ default: false, description: 'true: every bucket of the range, null where empty' }))),
   coverage: Type.Optional(parsedParam(Type.Boolean({ default: false, description: 'true: each bucket carries the number of readings in it, as a third member: how complete its value is' }))),
-  timezone: Type.Optional(parsedParam(Type.String({ maxLength: 64, description: 'an IANA time zone (e.g. Europe/Madrid): hours, days (from local midnight, 23 or 25 hours long when the clocks change), weeks (from the local Monday), months and years follow its wall clock; bucket times stay UTC. Default UTC; an unknown zone is a 400' }))),
+  timezone: Type.Optional(parsedParam(Type.String({ maxLength: 64, description: 'an IANA time zone (e.g. Europe/Madrid): hours, days (from local midnight, 23 or 25 hours long when the clocks change), weeks (from the local Monday), months and years follow its wall clock; bucket times stay UTC. Default UTC; an unknown zone is a 400', examples: ['Europe/Madrid', 'America/St_Johns', 'Asia/Kathmandu'] }))),
   limit: Type.Optional(parsedParam(Type.Integer({ minimum: 1, description: 'accepted from older clients and ignored: the answer is bounded by the number of buckets' })))
 })
 
@@ -66,7 +66,13 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
   }, async (request, reply) => {
     const deviceId = parseDeviceId(request.params.device_id)
     const access = findDeviceAccess(request.reads.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
-    const history = { runner: request.reads.history, now: ctx.clock, maxBuckets: ctx.settings.maxBuckets }
+    const history = {
+      runner: request.reads.history,
+      now: ctx.clock,
+      maxBuckets: ctx.settings.maxBuckets,
+      // Paid for once its size is known, before it is read (a weighted rate limit).
+      charge: async (values: number) => { await request.chargeRateLimit(historyCostUnits(values)) }
+    }
     // The schema above documents the answer; its bytes are written from the buckets' numbers
     // (historyJson), where the serializer would first need them as thousands of tuples.
     const bytes: FastifyReply = reply.type('application/json; charset=utf-8')
