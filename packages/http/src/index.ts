@@ -12,7 +12,7 @@ export { launch, type LaunchOptions, type LaunchConfig, type LaunchContext, type
 export { main } from './main.js'
 export { authPlugin, requireViewer, requiresViewer, type AuthOptions } from './auth-plugin.js'
 export { createThrottleStore, RedisThrottleStore, FallbackThrottleStore, type ThrottleStoreHandle } from './auth-throttle.js'
-export { rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
+export { EXPORT_COST, pageCost, rateLimitPlugin, SEARCH_COST, type RateLimitOptions } from './rate-limit.js'
 export { setPaginationHeaders, rawQuery } from './pagination.js'
 export { createMetrics, metricsPlugin, metricsRoute, processApplicationName, METRICS_PATH, type PlatformMetrics, type MetricsOptions, type PoolSource } from './metrics.js'
 // Services define their own series through the same prom-client as the shared registry.

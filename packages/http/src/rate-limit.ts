@@ -13,6 +13,13 @@ export interface RateLimitOptions {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Rate-limit units the route costs beyond the first, known from its request before the
+     * handler runs (the work of a route that streams, or of a page of many items).
+     */
+    cost?: number | ((request: FastifyRequest) => number)
+  }
   interface FastifyRequest {
     /**
      * Takes `units` more of the caller's rate limit (a cheap request is one, taken on arrival):
@@ -124,6 +131,15 @@ export const rateLimitPlugin = fp(async (app: FastifyInstance, options: RateLimi
     if (count.current > max) throw errors.tooManyRequests(Math.max(1, Math.ceil(count.ttl / 1000)))
   })
 
+  // A route's own cost is paid before its handler starts; a list's page costs one unit more
+  // every ITEMS_PER_UNIT items it may hold (per_page up to MAX_PER_PAGE), whatever the list.
+  app.addHook('onRoute', (route) => {
+    const cost = route.config?.cost ?? (hasPerPage(route.schema?.querystring) ? pageCost : undefined)
+    if (cost === undefined) return
+    const charge = async (request: FastifyRequest): Promise<void> => { await request.chargeRateLimit(typeof cost === 'number' ? cost : cost(request)) }
+    route.preHandler = route.preHandler === undefined ? [charge] : [...(Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]), charge]
+  })
+
   const counted = new WeakSet<FastifyRequest>()
   app.addHook('preHandler', async (request) => { counted.add(request) })
   app.addHook('onResponse', async (request, reply) => {
@@ -131,6 +147,26 @@ export const rateLimitPlugin = fp(async (app: FastifyInstance, options: RateLimi
     await store.add(rateKey(request), 1).catch(() => undefined)
   })
 }, { name: 'esp-rate-limit', dependencies: ['esp-auth'] })
+
+/**
+ * A streamed export's units beyond its first, paid when it starts: its rows cost CPU for as long
+ * as it runs, so a caller gets about nine a minute (exports also hold one of a few slots).
+ */
+export const EXPORT_COST = 10
+/** A search ranks trigram and full-text matches over three tables: two units more than a page of a list. */
+export const SEARCH_COST = 2
+
+/** Items of a list's page that cost one more unit of the rate limit (the default page of 25 costs none). */
+export const ITEMS_PER_UNIT = 100
+
+const hasPerPage = (schema: unknown): boolean => typeof schema === 'object' && schema !== null &&
+  typeof (schema as { properties?: unknown }).properties === 'object' && 'per_page' in ((schema as { properties: object }).properties)
+
+/** The units a list's page costs beyond its first: one per ITEMS_PER_UNIT items it may hold. */
+export function pageCost (request: FastifyRequest): number {
+  const perPage = Number((request.query as { per_page?: unknown } | undefined)?.per_page)
+  return Number.isFinite(perPage) ? Math.floor(perPage / ITEMS_PER_UNIT) : 0
+}
 
 /** Without rate limits (tests of the shared behaviour), charges cost nothing. */
 export function noRateLimit (app: FastifyInstance): void {

@@ -94,3 +94,21 @@ t.test('a 503 answered before the limit was counted still costs its caller', asy
   for (let i = 0; i < 5; i++) t.equal((await app.inject(from('/v0/always-unavailable'))).statusCode, 503)
   t.equal((await app.inject(from('/v0/'))).statusCode, 429, 'five 503s spent the budget of five')
 })
+
+t.test('a page of many items, a search and an export cost more than a page of 25', async (t) => {
+  const { app } = await buildApi(t, { server: { rateLimit: { perMinute: 90 } } })
+  let address = 20
+  // Units a request took: remaining before and after, less the request that reads it.
+  const costOf = async (url: string): Promise<number> => {
+    const from = { remoteAddress: `10.0.1.${address++}` }
+    const before = Number((await app.inject({ ...from, url: '/v0/' })).headers['x-ratelimit-remaining'])
+    const res = await app.inject({ ...from, url })
+    t.ok(res.statusCode < 500, `${url}: ${res.statusCode}`)
+    const after = Number((await app.inject({ ...from, url: '/v0/' })).headers['x-ratelimit-remaining'])
+    return before - after - 1
+  }
+  t.equal(await costOf('/v0/sensors'), 1, 'the default page: one unit')
+  t.equal(await costOf('/v0/sensors?per_page=1000'), 11, 'a page of 1,000: ten more')
+  t.equal(await costOf('/v0/search?q=air'), 3, 'a search: two more')
+  t.equal(await costOf('/v0/readings/export?device_ids=1'), 11, 'an export: ten more')
+})

@@ -8,7 +8,7 @@ import {
   createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, type ExportSlotLimits, ExportSlots, type ExportTimeouts, findDeviceAccess, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport,
   openReadingsExport, requestCsvArchive, verifyArchiveLink, watchExport
 } from '@esp/domain'
-import { baseUrl, binaryFile, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
+import { baseUrl, binaryFile, EXPORT_COST, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { readMultipartForm } from './multipart.js'
 
@@ -137,6 +137,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
   }
 
   app.get('/devices/:device_id/readings/export', {
+    config: { cost: EXPORT_COST },
     schema: {
       tags,
       summary: 'Streams every reading of a range: CSV, NDJSON or Parquet with one row per value by sensor then time, or a wide CSV with one line per time and a column per sensor',
@@ -148,6 +149,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
   }, async (request, reply) => await streamExport(request, reply, async () => await openReadingsExport(request.reads.database, request.viewer, request.params.device_id, request.query)))
 
   app.get('/readings/export', {
+    config: { cost: EXPORT_COST },
     schema: {
       tags,
       summary: 'Streams every reading of several devices (by ids, tags or a bounding box) ordered by time; resume a broken download with from set to the last time received',

@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { compileListQuery, search } from '@esp/domain'
-import { baseUrl, errorResponses, pageParams, rawQuery, setPaginationHeaders } from '@esp/http'
+import { baseUrl, errorResponses, pageCost, pageParams, rawQuery, SEARCH_COST, setPaginationHeaders } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 /** Contract: Search result objects. Tags, devices and users matching every word of `q` as a prefix. */
 export async function searchRoutes (fastify: FastifyInstance, _ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   app.get('/search', {
+    config: { cost: (request) => SEARCH_COST + pageCost(request) },
     schema: {
       tags: ['search'],
       summary: 'Search devices, users and tags (q is required; paginated; ranked)',
