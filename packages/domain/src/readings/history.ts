@@ -332,7 +332,7 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
 
   // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
   // of the world), and the buckets are found here; in UTC it bins by the rollup itself.
-  const zoneAlignment = rollup.zone?.alignmentBetween(readFrom.getTime(), until.getTime())
+  const { zoneAlignment, plan } = await planOf(ctx, rollup, window)
   const sqlBins = zoneAlignment === undefined ? rollupSql(rollup) : null
   const bin = sqlBins?.kind === 'bin'
     ? { interval: sqlBins.interval, origin: sqlBins.origin }
@@ -341,7 +341,6 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   const binned = sqlBins?.kind === 'bin'
   const keyOf = bucketKeyer(rollup)
   // A zone's whole days come from its offsets' daily tiers where the deployment keeps them.
-  const plan = rollup.zone === undefined ? planSegments(rollup, readFrom, until, TIERS) : planZoneSegments(rollup, readFrom, until, TIERS, zoneAlignment, await dayOffsetTiers(runner))
   const parts = await Promise.all(zoneTierRuns(plan.flatMap(splitRaw), rollup.zone !== undefined).map(async (segment) => {
     if (Array.isArray(segment)) {
       // On a zone's clock, PostgreSQL merges the tiers' rows into the buckets, given their bounds:
@@ -405,6 +404,28 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   if (allIntervals) return everyInterval(ctx, rollup, from, to, coverage, { starts, values, counts, buckets, sampleSize })
   const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
   return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
+}
+
+interface Plan { zoneAlignment: number | undefined, plan: Segment[] }
+const plans = new WeakMap<ReadWindow, Promise<Plan>>()
+
+/**
+ * Where each piece of the window is read from: the same for every series of a request, so worked
+ * out once (on a zone's clock, a walk over the window's days).
+ */
+async function planOf (ctx: HistoryContext, rollup: Rollup, window: ReadWindow): Promise<Plan> {
+  let planned = plans.get(window)
+  if (planned === undefined) {
+    const from = window.from
+    const until = new Date(window.to.getTime() + 1)
+    const zoneAlignment = rollup.zone?.alignmentBetween(from.getTime(), until.getTime())
+    planned = (async () => ({
+      zoneAlignment,
+      plan: rollup.zone === undefined ? planSegments(rollup, from, until, TIERS) : planZoneSegments(rollup, from, until, TIERS, zoneAlignment, await dayOffsetTiers(ctx.runner))
+    }))()
+    plans.set(window, planned)
+  }
+  return await planned
 }
 
 interface FoldedBuckets { starts: Float64Array, values: Float64Array, counts: Float64Array, buckets: number, sampleSize: number }

@@ -139,6 +139,11 @@ export function nextBucket (start: Date, rollup: Rollup): Date {
 function nextClockBucket (t: number, rollup: Rollup): number {
   if (rollup.raw) return t + 1
   if (rollup.fixedMs !== null) return t + rollup.fixedMs
+  const unit = rollup.unit === 'y' ? 'y' : 'M'
+  // From a bucket's start (the usual case) by calendar arithmetic: luxon's plus() cost about
+  // 80 µs a call, a long range of months ran into hundreds of milliseconds.
+  const index = calendarIndex(t, unit)
+  if (fromCalendarIndex(index, unit).getTime() === t) return fromCalendarIndex(index + rollup.value, unit).getTime()
   const utc = DateTime.fromMillis(t, { zone: 'utc' })
   return (rollup.unit === 'y' ? utc.plus({ years: rollup.value }) : utc.plus({ months: rollup.value })).toMillis()
 }

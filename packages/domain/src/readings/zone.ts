@@ -137,7 +137,10 @@ const zones = new Map<string, ZoneOffsets | null>()
 export function parseTimeZone (input: string | undefined): ZoneOffsets | null {
   const name = input?.trim() ?? ''
   if (name === '') return null
-  const known = zones.get(name)
+  // One entry a zone, whatever the case it was asked in: names are bounded by the IANA list, but
+  // their spellings are not, and each entry holds the offsets of every year it was asked for.
+  const key = name.toLowerCase()
+  const known = zones.get(key)
   if (known !== undefined) return known
   if (!IANAZone.isValidZone(name)) {
     throw errors.badRequest(`timezone ${name.slice(0, 64)} is not a known IANA time zone (e.g. Europe/Madrid, America/New_York, UTC)`, { timezone: ['is not a known time zone'] })
@@ -147,8 +150,7 @@ export function parseTimeZone (input: string | undefined): ZoneOffsets | null {
   // Always UTC: no zone to apply (checked over the years a reading can have).
   const universal = [0, Date.UTC(1990, 0, 1), Date.UTC(2020, 6, 1), Date.UTC(2050, 0, 1)].every((t) => zone.offset(t) === 0) && zone.name.match(/^(Etc\/)?(UTC|UCT|GMT|Universal|Zulu|Greenwich)(0|[+-]0)?$/i) !== null
   const result = universal ? null : offsets
-  // Names are bounded by the IANA list: the cache cannot grow past it.
-  zones.set(name, result)
+  zones.set(key, result)
   return result
 }
 
