@@ -1,11 +1,13 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|reads|replicas|worldmap|explorer|export|soak|fuzz] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|reads|replicas|worldmap|explorer|export|soak|fuzz|cost] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
+ * A run of some cases keeps the other cases' figures from the last run in both files.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { benchCost, type CostFigures } from './cost.js'
 import { benchExplorer, type ExplorerFigures } from './explorer.js'
 import { benchExport, type ExportFigures } from './export.js'
 import { benchIngest, type IngestFigures } from './ingest.js'
@@ -27,7 +29,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, cluster?: ClusterFigures, rollups?: RollupFigures, reads?: ReadFigures, replicas?: ReplicaFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, cluster?: ClusterFigures, rollups?: RollupFigures, reads?: ReadFigures, replicas?: ReplicaFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures, cost?: CostFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -46,8 +48,17 @@ try {
   if (wanted('explorer')) results.explorer = await benchExplorer(platform, quick)
   if (wanted('soak')) results.soak = await benchSoak(platform, quick)
   if (wanted('fuzz')) results.fuzz = await benchFuzz(platform, quick)
+  if (wanted('cost')) results.cost = await benchCost(platform, quick)
 } finally {
   await platform.close()
+}
+
+// A run of some cases keeps the figures of the others from the last full-size run.
+const suffix = quick ? '.quick' : ''
+const jsonFile = path.join(root, 'docs', `benchmarks${suffix}.json`)
+if (cases.length > 0 && existsSync(jsonFile)) {
+  const last = JSON.parse(readFileSync(jsonFile, 'utf8')) as Record<string, unknown>
+  for (const [key, value] of Object.entries(last)) if (!(key in results)) Object.assign(results, { [key]: value })
 }
 
 const meets = (ok: boolean): string => ok ? 'yes' : '**no**'
@@ -209,10 +220,21 @@ if (results.fuzz !== undefined) {
     `| V8 heap in use (of reserved) | after ${f.afterHeapMb.used} (${f.afterHeapMb.total}) MB | before ${f.beforeHeapMb.used} (${f.beforeHeapMb.total}) MB | ${round(f.afterHeapMb.used / f.beforeHeapMb.used)} | | |`, '',
     ...(f.noAnswer.length === 0 ? [] : ['Requests that got no HTTP answer (the first few):', '', ...f.noAnswer.map((n) => `- \`${n.replace(/`/g, "'")}\``), '']))
 }
+if (results.cost !== undefined) {
+  const c = results.cost
+  const a = c.adversarial
+  lines.push('## Bounded cost (issue 33)', '',
+    `\`pnpm start\` (node ${c.nodeArgs}) as a process of its own, default limits. The costliest request of each GET operation of \`/docs/json\`, drawn as test/fuzz/cost.test.ts draws them (1970 to 2200, every rollup and function, \`sensor_ids=all\`, zones with odd offsets, the largest page), against a device with readings from 1990, a year of hours and a day every 10 s; CPU is the process's own (utime + stime), each worst request run ${c.routes[0]?.runs ?? 1} times, the baseline (\`${c.baseline.url}\`) ${c.baseline.runs} times.`, '',
+    '| operation | costliest request | status | CPU ms | baseline CPU ms | ratio |', '|---|---|---|---|---|---|',
+    ...c.routes.map((r) => `| ${r.operation} | \`${r.url.replace(/\|/g, '%7C')}\` | ${r.status} | ${r.cpuMs} | ${c.baseline.cpuMs} | ${r.ratioToBaseline} |`), '',
+    `A signed-in caller (an admin, unthrottled) reading \`GET /v0/devices/:id\` with wrk (2 connections, ${a.seconds} s), alone and while four anonymous addresses send the worst readings requests, a whole-world export and 4.8 MB nested bodies at their rate limit (90 a minute) and a fifth holds 20 slow bodies. Attackers' answers: ${Object.entries(a.attackerStatuses).sort().map(([k, v]) => `${k} ${v}`).join(', ')}.`, '',
+    '| measure | value | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| the caller's p99 under attack | ${a.attacked.p99} ms (p50 ${a.attacked.p50} ms, ${a.attacked.requestsPerSecond}/s) | alone ${a.quiet.p99} ms (p50 ${a.quiet.p50} ms, ${a.quiet.requestsPerSecond}/s) | ${a.p99Ratio} | <= 4 | ${meets(a.p99Ratio <= 4)} |`,
+    `| the caller's answers other than 2xx under attack (503 among them) | ${a.attacked.non2xx} | alone ${a.quiet.non2xx} | | 0 | ${meets(a.attacked.non2xx === 0)} |`, '')
+}
 lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })
-const suffix = quick ? '.quick' : ''
-writeFileSync(path.join(root, 'docs', `benchmarks${suffix}.json`), `${JSON.stringify(results, null, 2)}\n`)
+writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`)
 writeFileSync(path.join(root, 'docs', `benchmarks${suffix}.md`), `${lines.join('\n')}\n`)
 progress(`wrote docs/benchmarks${suffix}.md`)
 console.log(lines.join('\n'))
