@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import t from 'tap'
 import mqtt from 'mqtt'
 import postgres from 'postgres'
@@ -13,12 +14,16 @@ import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
  * first HTTP write and the first PUBACK come within 3 s; and everything acknowledged is stored.
  */
 
-const HTTP_CLIENTS = 6
+const HTTP_CLIENTS = Number(process.env.OUTAGE_HTTP_CLIENTS ?? 24)
+const HTTP_READERS = Number(process.env.OUTAGE_HTTP_READERS ?? 8)
 const MQTT_DEVICES = 3
+// A client told 503 waits this long before it asks again, as a client honouring Retry-After would
+// at least: every client asking again at once would measure this process's own event loop.
+const RETRY_MS = 100
 const DOWN_MS = 1500
 const BASE_TIME = Date.parse('2026-11-01T00:00:00Z')
 
-interface Answer { at: number, ms: number, status: number, id?: string, message?: string, retryAfter: string | null }
+interface Answer { startedAt: number, at: number, ms: number, status: number, id?: string, message?: string, retryAfter: string | null }
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 const percentile = (values: number[], p: number): number => {
@@ -56,20 +61,32 @@ t.test('PostgreSQL terminated, stopped fast and immediately under HTTP and MQTT 
     while (state.loading) {
       const times = Array.from({ length: 5 }, () => BASE_TIME + (slot++) * 1000)
       const body = JSON.stringify({ data: times.map((at) => ({ recorded_at: new Date(at).toISOString(), sensors: [{ id: 55, value: 1 }] })) })
-      const started = performance.now()
-      try {
-        const res = await fetch(`${base}/v0/devices/${owner.device}/readings`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(15_000) })
-        const text = await res.text()
-        const answer: Answer = { at: Date.now(), ms: performance.now() - started, status: res.status, retryAfter: res.headers.get('retry-after') }
-        if (res.status >= 400) Object.assign(answer, JSON.parse(text) as { id: string, message: string })
-        answers.push(answer)
-        if (res.ok) for (const at of times) ackedHttp.set(at, Date.now())
-        else await sleep(20)
-      } catch (err) {
-        answers.push({ at: Date.now(), ms: performance.now() - started, status: 0, message: String(err), retryAfter: null })
-        await sleep(20)
-      }
+      const answer = await ask(`${base}/v0/devices/${owner.device}/readings`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' }, body })
+      if (answer.status === 201 || answer.status === 200) for (const at of times) ackedHttp.set(at, Date.now())
+      else await sleep(RETRY_MS)
     }
+  }
+  // HTTP readers: a device as its owner sees it (authentication, then a query).
+  const httpReader = async (): Promise<void> => {
+    while (state.loading) {
+      const answer = await ask(`${base}/v0/devices/${owner.device}`, { headers: { authorization: `Bearer ${owner.token}` } })
+      if (answer.status !== 200) await sleep(RETRY_MS)
+    }
+  }
+  const ask = async (url: string, init: RequestInit): Promise<Answer> => {
+    const startedAt = Date.now()
+    const started = performance.now()
+    let answer: Answer
+    try {
+      const res = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) })
+      const text = await res.text()
+      answer = { startedAt, at: Date.now(), ms: performance.now() - started, status: res.status, retryAfter: res.headers.get('retry-after') }
+      if (res.status >= 400) Object.assign(answer, JSON.parse(text) as { id: string, message: string })
+    } catch (err) {
+      answer = { startedAt, at: Date.now(), ms: performance.now() - started, status: 0, message: String(err), retryAfter: null }
+    }
+    answers.push(answer)
+    return answer
   }
 
   // MQTT devices: QoS 1, reconnecting as the firmware does; what got a PUBACK is acknowledged.
@@ -94,14 +111,20 @@ t.test('PostgreSQL terminated, stopped fast and immediately under HTTP and MQTT 
     }
   }
 
+  const clientLag = monitorEventLoopDelay({ resolution: 10 })
+  clientLag.enable()
   const load = [
     ...Array.from({ length: HTTP_CLIENTS }, async () => { await httpWriter() }),
+    ...Array.from({ length: HTTP_READERS }, async () => { await httpReader() }),
     ...devices.map(async (device) => { await mqttPublisher(device) })
   ]
-  await sleep(1500)
+  // Warm: a cold process under this many clients takes a while to answer its first writes.
+  for (let waited = 0; waited < 20_000 && (ackedHttp.size === 0 || ackedMqtt.size === 0); waited += 100) await sleep(100)
+  await sleep(1000)
   t.ok(ackedHttp.size > 0 && ackedMqtt.size > 0, `writes flow before the outage (${ackedHttp.size} HTTP readings, ${ackedMqtt.size} PUBACKs)`)
 
-  const outages: Array<{ name: string, downAt: number, upAt: number }> = []
+  // downAt: the outage began; stoppedAt: the server was gone (connections refused); upAt: it accepted connections again.
+  const outages: Array<{ name: string, downAt: number, stoppedAt: number, upAt: number }> = []
   const readyDuringOutage: Array<{ status: number, ms: number, message: string }> = []
   const probeReady = async (): Promise<void> => {
     const started = performance.now()
@@ -114,23 +137,29 @@ t.test('PostgreSQL terminated, stopped fast and immediately under HTTP and MQTT 
     const downAt = Date.now()
     const count = await cluster.terminate('esp%')
     t.comment(`terminated ${count} sessions`)
-    outages.push({ name: `terminate ${i + 1}`, downAt, upAt: Date.now() })
+    outages.push({ name: 'terminate', downAt, stoppedAt: Infinity, upAt: Date.now() })
     await sleep(700)
   }
   // 2. and 3. The server stopped, away for a while, started again.
   for (const [name, stop] of [['stop -m fast', cluster.stopFast], ['stop -m immediate', cluster.stopImmediate]] as const) {
     const downAt = Date.now()
     await stop()
+    const stoppedAt = Date.now()
     await sleep(300)
     await probeReady()
     await sleep(DOWN_MS)
     await probeReady()
     await cluster.start()
-    outages.push({ name, downAt, upAt: Date.now() })
+    outages.push({ name, downAt, stoppedAt, upAt: Date.now() })
     await sleep(4000)
   }
   state.loading = false
   await Promise.all(load)
+  clientLag.disable()
+  // What this process adds to every latency it measures: its own event loop's delay, with up to
+  // HTTP_CLIENTS requests and the MQTT devices on it, on cores the other test files share.
+  const ownDelayMs = clientLag.percentile(99) / 1e6
+  t.comment(`this process's own event loop delay: p99 ${ownDelayMs.toFixed(1)} ms, max ${(clientLag.max / 1e6).toFixed(1)} ms`)
 
   t.equal(exitedEarly, undefined, 'the platform process stayed up through every outage')
   t.equal((await fetch(`${base}/health/ready`)).status, 200, 'and it is ready again')
@@ -144,13 +173,45 @@ t.test('PostgreSQL terminated, stopped fast and immediately under HTTP and MQTT 
   t.ok(unavailable.length > 0, `the outages were met (${unavailable.length} answers of 503)`)
   t.same(unavailable.filter((a) => a.retryAfter === null || !/the database is unavailable/.test(a.message ?? '')).map((a) => a.message), [],
     'each 503 has Retry-After and names the database as its reason')
+  // When the platform closed its gate (its warning, pino's `time`, this machine's clock) and when it
+  // opened again: the start of the first request after it that was served.
+  const closedAt = platform.output().split('\n').filter((line) => line.includes('requests get 503 until it is back'))
+    .map((line) => (JSON.parse(line) as { time: number }).time)
+  const served = answers.filter((a) => a.status === 200 || a.status === 201).map((a) => a.startedAt).sort((a, b) => a - b)
+  const closedSpans = closedAt.map((from) => ({ from, to: served.find((at) => at > from) ?? Infinity }))
+  // A 503 that arrived while the gate was closed, by the outage it met; one that arrived before
+  // (the transition: it was already waiting on the pool, under this load for up to seconds, or on
+  // a connection attempt) by how long after the gate closed it was answered.
+  const groups = new Map<string, number[]>()
+  const transition: number[] = []
+  for (const a of unavailable) {
+    const outage = outages[outages.findLastIndex((o) => o.downAt <= a.startedAt)]
+    if (closedSpans.some((span) => span.from <= a.startedAt && a.startedAt < span.to)) {
+      const kind = outage === undefined ? 'before the outages' : a.startedAt >= outage.upAt ? 'back, not yet probed' : a.startedAt >= outage.stoppedAt ? 'stopped (refused)' : outage.name
+      groups.set(kind, [...groups.get(kind) ?? [], a.ms])
+    } else {
+      const closed = closedAt.findLast((at) => at <= a.at)
+      transition.push(closed === undefined ? a.ms : Math.max(0, a.at - Math.max(closed, a.startedAt)))
+    }
+  }
+  const figures = (values: number[]): string => `n ${values.length}, p50 ${percentile(values, 0.5).toFixed(1)} ms, p99 ${percentile(values, 0.99).toFixed(1)} ms, max ${Math.max(...values).toFixed(1)} ms`
   const latencies = unavailable.map((a) => a.ms)
-  t.comment(`503 latency: p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p90 ${percentile(latencies, 0.9).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`)
-  // Measured by this process, which shares two cores with the platform and the other test files:
-  // half within 100 ms is the target itself, the p90 bound leaves room for that machine.
-  t.ok(percentile(latencies, 0.5) <= 100, `half the 503s within 100 ms (p50 ${percentile(latencies, 0.5).toFixed(1)} ms)`)
-  t.ok(percentile(latencies, 0.9) <= 300, `nine in ten within 300 ms (p90 ${percentile(latencies, 0.9).toFixed(1)} ms)`)
+  t.comment(`503 latency, all: ${figures(latencies)}`)
   t.ok(Math.max(...latencies) < 5000, 'none waits on a connection attempt for long')
+  // The target is 100 ms at p99. Measured here, each figure also holds this process's own delay
+  // (above): the bound is 100 ms plus that p99, over every 503 that arrived while the gate was
+  // closed; each kind's figures are printed (a kind has tens of answers, so its p99 is one slow turn).
+  const bound = 100 + ownDelayMs
+  const arrivedDuring = [...groups.values()].flat()
+  for (const [kind, values] of groups) t.comment(`503 latency, arrived during the outage, ${kind}: ${figures(values)}`)
+  t.ok(percentile(arrivedDuring, 0.99) <= bound, `p99 of the 503s that arrived during the outages within ${bound.toFixed(0)} ms of the request (${figures(arrivedDuring)})`)
+  t.ok(groups.size >= 4, `503s measured in each kind of outage (${[...groups.keys()].join(', ')})`)
+  if (transition.length > 0) {
+    t.comment(`503s already in flight when the gate closed, answered after it: ${figures(transition)}`)
+    // Looser: the first failure is noticed by whoever meets it, and what waited on the pool then
+    // fails through the pool's connection attempts (packages/db/src/client.ts).
+    t.ok(percentile(transition, 0.99) <= 2 * bound + 50, `what waited on the pool is answered within ${(2 * bound + 50).toFixed(0)} ms of the gate closing (p99 ${percentile(transition, 0.99).toFixed(1)} ms)`)
+  }
 
   t.comment(`/health/ready while the server was down: ${JSON.stringify(readyDuringOutage)}`)
   t.ok(readyDuringOutage.every((r) => r.status === 503 && /the database is unavailable/.test(r.message)), '/health/ready answers 503 with the reason while the server is down')

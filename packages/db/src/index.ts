@@ -1,6 +1,6 @@
 export * as schema from './schema/index.js'
 export * from './schema/index.js'
-export { createDatabase, inTransaction, type Database, type DatabaseOptions, type Db, type Executor, type Sql, type Transaction } from './client.js'
+export { createDatabase, inTransaction, POOL_GATE, type PoolGate, type Database, type DatabaseOptions, type Db, type Executor, type Sql, type Transaction } from './client.js'
 export { startEmbeddedPostgres, ensureDatabase, dropDatabase, postgresUserIds, embeddedDatabaseStatus, type EmbeddedServer, type EmbeddedStatus, type RestartPolicy } from './embedded.js'
 export { migrateDatabase, migrationStatus, expectedMigrationCount, migrationsFolder } from './migrate.js'
 export { seedCatalogue } from './seed.js'

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { databaseUnavailability, databaseUnavailableReason, embeddedDatabaseStatus, type Sql, withDeadline } from '@esp/db'
+import { databaseUnavailability, databaseUnavailableReason, embeddedDatabaseStatus, POOL_GATE, type PoolGate, type Sql, withDeadline } from '@esp/db'
 import { errors } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
@@ -14,12 +14,19 @@ export interface DatabaseHealthOptions {
   onChange?: (available: boolean, reason: string) => void
 }
 
+/** The pool's gate, on a pool createDatabase made (a plain postgres.js pool has none). */
+function poolGate (sql: Sql): PoolGate | undefined {
+  const gate: unknown = Reflect.get(sql, POOL_GATE)
+  return typeof gate === 'object' && gate !== null && 'refuse' in gate && 'admit' in gate && 'probe' in gate ? gate as PoolGate : undefined
+}
+
 /**
  * The process's one view of its database. A failure that says the database is unreachable (noted
  * by whoever met it: a request, the broker, the readiness check) marks it unavailable; callers are
  * then refused at once (HTTP 503, MQTT CONNACK 3, no PUBACK) instead of each waiting on a
- * connection attempt, and a probe through the pool (one at a time, every probeIntervalMs) marks it
- * available again as soon as a query succeeds there.
+ * connection attempt; the pool itself then fails what waits on it. A probe on a connection of its
+ * own, past the pool's gate (one at a time, every probeIntervalMs), marks it available again as
+ * soon as a query succeeds there.
  */
 export class DatabaseHealth {
   private down: { since: number, reason: string } | null = null
@@ -28,10 +35,15 @@ export class DatabaseHealth {
   private confirming = false
   private readonly probeIntervalMs: number
   private readonly probeTimeoutMs: number
+  private readonly gate: PoolGate | undefined
+  /** past the pool's gate: the probe must reach the database while everyone else is refused */
+  private readonly probeSql: Sql
 
-  constructor (private readonly sql: Sql, private readonly options: DatabaseHealthOptions = {}) {
+  constructor (sql: Sql, private readonly options: DatabaseHealthOptions = {}) {
     this.probeIntervalMs = options.probeIntervalMs ?? 100
     this.probeTimeoutMs = options.probeTimeoutMs ?? 2000
+    this.gate = poolGate(sql)
+    this.probeSql = this.gate?.probe ?? sql
   }
 
   get available (): boolean { return this.down === null }
@@ -48,14 +60,17 @@ export class DatabaseHealth {
     const found = databaseUnavailability(err)
     if (found === null) return false
     if (found.unreachable && this.down === null && !this.closed) {
-      if (found.certain) this.markDown(found.reason)
+      if (found.certain) this.markDown(found.reason, err)
       else this.confirm(found.reason)
     }
     return true
   }
 
-  private markDown (reason: string): void {
+  private markDown (reason: string, cause: unknown): void {
     if (this.down !== null || this.closed) return
+    // The pool fails what waits on it and what comes, so that nothing waits for a connection
+    // attempt of its own: the gate only turns away requests that have not started.
+    this.gate?.refuse(cause)
     this.down = { since: Date.now(), reason }
     this.options.onChange?.(false, reason)
     this.schedule(0)
@@ -66,14 +81,14 @@ export class DatabaseHealth {
     if (this.confirming) return
     this.confirming = true
     void this.ask().then((err) => {
-      if (err !== null) this.markDown(downReason(err) ?? reason)
+      if (err !== null) this.markDown(downReason(err) ?? reason, err)
     }).finally(() => { this.confirming = false })
   }
 
   /** One `select 1` within probeTimeoutMs: null when it answered, else what it failed with. */
   private async ask (): Promise<unknown> {
     try {
-      await withDeadline(this.sql`select 1`, this.probeTimeoutMs, () => { throw Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' }) })
+      await withDeadline(this.probeSql`select 1`, this.probeTimeoutMs, () => { throw Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' }) })
       return null
     } catch (err) {
       return err
@@ -98,6 +113,7 @@ export class DatabaseHealth {
     if (err === null) {
       const downFor = Date.now() - this.down.since
       this.down = null
+      this.gate?.admit()
       this.options.onChange?.(true, `back after ${downFor} ms`)
     } else {
       this.down.reason = downReason(err) ?? this.down.reason
