@@ -2,7 +2,7 @@ import net from 'node:net'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { parseJsonObject } from '@esp/domain'
-import { MAX_BODY_DEPTH, nestedDeeperThan } from '@esp/http'
+import { MAX_BODY_DEPTH, nestedDeeperThan } from '@esp/domain'
 import { bearer, buildApi, multipart, signUp, signUpAs } from '../../../test/helpers/api.js'
 import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
 

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Sql } from '@esp/db'
 import type { DatabaseHealth } from '@esp/http'
-import { markSeen, type MessageIngest, type MessageResult, storeInventory, storeStatus } from '@esp/domain'
+import { markSeen, MAX_BODY_DEPTH, type MessageIngest, type MessageResult, nestedDeeperThan, storeInventory, storeStatus } from '@esp/domain'
 import { parseRawPayload, RawPayloadError } from './raw-payload.js'
 import type { DeviceTopic } from './topics.js'
 
@@ -51,6 +51,7 @@ function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: num
     }
   }
   if (payload.length > maxPayloadBytes) return { error: `the payload is over ${maxPayloadBytes} bytes` }
+  if (nestedDeeperThan(payload, MAX_BODY_DEPTH)) return { error: `the payload is nested more than ${MAX_BODY_DEPTH} levels deep` }
   let body: unknown
   try {
     body = JSON.parse(payload.toString('utf8'))

@@ -121,8 +121,14 @@ t.test('bad payloads and unknown tokens are acknowledged, counted and stored now
     await kit.publishAsync(`device/sck/${device.token}/readings`, payload, { qos: 1 })
   }
   for (const payload of ['not json', '["an array"]', '{"bad":"\\u0000"}']) await kit.publishAsync(`device/sck/${device.token}/info`, payload, { qos: 1 })
+  // 4 MB of nested arrays: refused by a scan of its bytes, never given to JSON.parse (over a
+  // second of CPU for such a text). The bound is generous for a busy machine; the scan takes ms.
+  const cpu = process.cpuUsage()
+  await kit.publishAsync(`device/sck/${device.token}/readings`, '['.repeat(4_000_000), { qos: 1 })
+  const used = process.cpuUsage(cpu)
+  t.ok((used.user + used.system) / 1000 < 400, `a 4 MB nested payload cost ${((used.user + used.system) / 1000).toFixed(0)} ms of CPU, client and broker`)
   t.equal(await readingCount(database, device.id), 0)
-  t.equal(app.mqttStats.rejected, bad.length + 3 + 3)
+  t.equal(app.mqttStats.rejected, bad.length + 3 + 3 + 1)
   const [status] = await database.sql`select last_status_message from devices where id = ${device.id}`
   t.equal(status?.last_status_message, null)
 
