@@ -193,6 +193,9 @@ export interface TierPiece { tier: Tier, from: Date, until: Date }
 
 const TIER_COLUMNS = 'bucket, count, mean, m2, sum, min, max, first_at, first_val, last_at, last_val'
 
+/** The bounds of tierStatesIn as the text of its array parameter: made once for several series. */
+export const tierBoundsText = (bounds: readonly number[]): string => pgArrayLiteral(bounds.map((ms) => new Date(ms)))
+
 /**
  * Tiers' states merged in PostgreSQL into the buckets between `bounds` (ascending instants: each
  * bucket's start, then the last one's end), in bucket order, each state's bucket its start. For
@@ -201,7 +204,7 @@ const TIER_COLUMNS = 'bucket, count, mean, m2, sum, min, max, first_at, first_va
  * pieces (a zone's runs of days from its offsets' daily tiers, the days its clocks change on from
  * hours) are read in one statement, each piece an index range of its tier: one round trip.
  */
-export async function tierStatesIn (runner: Runner, pieces: readonly TierPiece[], q: { deviceId: number, sensorId: number, fn?: string, bounds: readonly number[] }): Promise<BucketStates> {
+export async function tierStatesIn (runner: Runner, pieces: readonly TierPiece[], q: { deviceId: number, sensorId: number, fn?: string, bounds: readonly number[], boundsText?: string }): Promise<BucketStates> {
   const parts = partsFor(q.fn)
   if (pieces.length === 0) return unpack(null, parts)
   const columns = stateExpressions(GROUPED_TIER_SQL, parts)
@@ -220,7 +223,7 @@ export async function tierStatesIn (runner: Runner, pieces: readonly TierPiece[]
         from (${rows.join(' union all ')}) as tier
       ) as grouped
       group by grouped.b
-    ) as s`, [q.deviceId, q.sensorId, pgArrayLiteral(q.bounds.map((ms) => new Date(ms))), ...pieces.flatMap((piece) => [piece.from, piece.until])])
+    ) as s`, [q.deviceId, q.sensorId, q.boundsText ?? tierBoundsText(q.bounds), ...pieces.flatMap((piece) => [piece.from, piece.until])])
   // Each state's bucket is its group's index (1 for the first bucket): its start is that bound.
   const states = unpack(row?.states, parts)
   for (let i = 0; i < states.length; i++) states.setBucket(i, q.bounds[states.bucket(i) - 1] as number)

@@ -1,10 +1,10 @@
-import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingsExtent, type Runner, type TierPiece, tierStates, tierStatesIn, TIERS } from '@esp/db'
+import { addValue, BucketStates, dayOffsetTiers, mergeInto, rawPairs, rawPoints, rawStates, readingsExtent, type Runner, type TierPiece, tierBoundsText, tierStates, tierStatesIn, TIERS } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { planSegments, planZoneSegments, type Segment } from './planner.js'
 import { RollupSeries } from './rollup-series.js'
-import { bucketStartMs, bucketStartsBetween, countBuckets, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { bucketStart, bucketStartMs, countBuckets, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam } from './time-params.js'
 import { parseTimeZone } from './zone.js'
 
@@ -314,7 +314,7 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   const coverage = params.coverage === 'true' || params.coverage === '1'
   if (window.empty) {
     const none = new Float64Array(0)
-    if (allIntervals) return everyInterval(ctx, rollup, from, to, coverage, { starts: none, values: none, counts: none, buckets: 0, sampleSize: 0 })
+    if (allIntervals) return await everyInterval(ctx, rollup, from, to, window, coverage, { starts: none, values: none, counts: none, buckets: 0, sampleSize: 0 })
     return { readings: new RollupSeries(none, none, coverage ? none : undefined), sampleSize: 0 }
   }
   const readFrom = window.from
@@ -332,7 +332,7 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
 
   // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
   // of the world), and the buckets are found here; in UTC it bins by the rollup itself.
-  const { zoneAlignment, plan } = await planOf(ctx, rollup, window)
+  const { zoneAlignment, parts: planned } = await planOf(ctx, rollup, window)
   const sqlBins = zoneAlignment === undefined ? rollupSql(rollup) : null
   const bin = sqlBins?.kind === 'bin'
     ? { interval: sqlBins.interval, origin: sqlBins.origin }
@@ -341,17 +341,11 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   const binned = sqlBins?.kind === 'bin'
   const keyOf = bucketKeyer(rollup)
   // A zone's whole days come from its offsets' daily tiers where the deployment keeps them.
-  const parts = await Promise.all(zoneTierRuns(plan.flatMap(splitRaw), rollup.zone !== undefined).map(async (segment) => {
-    if (Array.isArray(segment)) {
+  const parts = await Promise.all(planned.map(async (segment) => {
+    if ('pieces' in segment) {
       // On a zone's clock, PostgreSQL merges the tiers' rows into the buckets, given their bounds:
       // a run of tier pieces (days of several offsets, hours between them) in one statement.
-      const first = segment[0]?.from ?? readFrom
-      // Bounded by the window: the run lies inside it, and its buckets were counted before.
-      const starts = bucketStartsBetween(first, new Date((segment.at(-1)?.until ?? first).getTime() - 1), rollup, window.perSeries + 2)
-      if (starts === null) throw new Error(`a zone's tier run spans more buckets than its window (${window.perSeries})`)
-      const last = starts[starts.length - 1]
-      const bounds = last === undefined ? [] : [...starts.map((start) => start.getTime()), nextBucket(last, rollup).getTime()]
-      return { rows: await tierStatesIn(runner, segment, { ...base, fn, bounds }), binned: true }
+      return { rows: await tierStatesIn(runner, segment.pieces, { ...base, fn, bounds: segment.bounds, boundsText: segment.boundsText }), binned: true }
     }
     const q = { ...base, from: segment.from, until: segment.until }
     if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
@@ -401,17 +395,56 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   }
   if (currentKey !== -Infinity) complete()
 
-  if (allIntervals) return everyInterval(ctx, rollup, from, to, coverage, { starts, values, counts, buckets, sampleSize })
+  if (allIntervals) return await everyInterval(ctx, rollup, from, to, window, coverage, { starts, values, counts, buckets, sampleSize })
   const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
   return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
 }
 
-interface Plan { zoneAlignment: number | undefined, plan: Segment[] }
+/** A run of tier pieces on a zone's clock, with the bounds of its buckets (and their SQL text). */
+interface ZoneRun { pieces: TierPiece[], bounds: number[], boundsText: string }
+interface Plan { zoneAlignment: number | undefined, parts: Array<Segment | ZoneRun> }
 const plans = new WeakMap<ReadWindow, Promise<Plan>>()
 
+/** A turn of the event loop: long work of one request lets others' in between its steps. */
+const nextTurn = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
 /**
- * Where each piece of the window is read from: the same for every series of a request, so worked
- * out once (on a zone's clock, a walk over the window's days).
+ * The longest a request's loop over buckets holds the event loop before it lets others' work in:
+ * a zone's bucket costs microseconds, but the first use of each of its years about a millisecond.
+ */
+const SLICE_MS = 8
+
+/** A clock for a loop: `due()` says when SLICE_MS have passed since the last turn it gave. */
+function slicer (): { due: () => boolean, turn: () => Promise<void> } {
+  let since = performance.now()
+  return {
+    due: () => performance.now() - since > SLICE_MS,
+    turn: async () => { await nextTurn(); since = performance.now() }
+  }
+}
+
+/**
+ * The start of every bucket that intersects [first, last] (as bucketStartsBetween), then the last
+ * one's end: the bounds a zone's tier run is grouped by. Bounded by `limit` (the window was
+ * counted before), in slices of SLICE_MS between turns of the event loop.
+ */
+async function bucketBounds (first: Date, last: number, rollup: Rollup, limit: number): Promise<number[]> {
+  const bounds: number[] = []
+  const slice = slicer()
+  let start = bucketStart(first, rollup)
+  while (start.getTime() <= last) {
+    if (bounds.length >= limit) throw new Error(`a zone's tier run spans more buckets than its window (${limit})`)
+    bounds.push(start.getTime())
+    start = nextBucket(start, rollup)
+    if (slice.due()) await slice.turn()
+  }
+  if (bounds.length > 0) bounds.push(start.getTime())
+  return bounds
+}
+
+/**
+ * Where each piece of the window is read from, and on a zone's clock the bounds of each run's
+ * buckets: the same for every series of a request, so worked out once (a walk over the window's
+ * days, and tens of thousands of bucket bounds), with turns of the event loop between the steps.
  */
 async function planOf (ctx: HistoryContext, rollup: Rollup, window: ReadWindow): Promise<Plan> {
   let planned = plans.get(window)
@@ -419,32 +452,64 @@ async function planOf (ctx: HistoryContext, rollup: Rollup, window: ReadWindow):
     const from = window.from
     const until = new Date(window.to.getTime() + 1)
     const zoneAlignment = rollup.zone?.alignmentBetween(from.getTime(), until.getTime())
-    planned = (async () => ({
-      zoneAlignment,
-      plan: rollup.zone === undefined ? planSegments(rollup, from, until, TIERS) : planZoneSegments(rollup, from, until, TIERS, zoneAlignment, await dayOffsetTiers(ctx.runner))
-    }))()
+    planned = (async () => {
+      if (rollup.zone === undefined) return { zoneAlignment, parts: planSegments(rollup, from, until, TIERS).flatMap(splitRaw) }
+      const offsetTiers = await dayOffsetTiers(ctx.runner)
+      // A year of the window at a time (UTC years: every stored tier aligns with their edges, so
+      // the pieces are those of the whole window, a local day at an edge served by hours).
+      const plan: Segment[] = []
+      const slice = slicer()
+      for (let start = from.getTime(); start < until.getTime();) {
+        const end = Math.min(until.getTime(), Date.UTC(new Date(start).getUTCFullYear() + 1, 0, 1))
+        for (const segment of planZoneSegments(rollup, new Date(start), new Date(end), TIERS, zoneAlignment, offsetTiers)) {
+          // Joined again across the years' edges: the plan the whole window would have had.
+          const previous = plan.at(-1)
+          if (previous !== undefined && previous.source === segment.source && previous.until.getTime() === segment.from.getTime()) previous.until = segment.until
+          else plan.push(segment)
+        }
+        start = end
+        if (slice.due()) await slice.turn()
+      }
+      const parts: Plan['parts'] = []
+      for (const segment of zoneTierRuns(plan.flatMap(splitRaw), true)) {
+        if (!Array.isArray(segment)) { parts.push(segment); continue }
+        const first = segment[0]?.from ?? from
+        const bounds = await bucketBounds(first, (segment.at(-1)?.until ?? first).getTime() - 1, rollup, window.perSeries + 2)
+        await nextTurn()
+        parts.push({ pieces: segment, bounds, boundsText: tierBoundsText(bounds) })
+      }
+      return { zoneAlignment, parts }
+    })()
     plans.set(window, planned)
   }
   return await planned
 }
 
+const everyStart = new WeakMap<ReadWindow, Promise<number[]>>()
+
 interface FoldedBuckets { starts: Float64Array, values: Float64Array, counts: Float64Array, buckets: number, sampleSize: number }
 
 /** all_intervals: every bucket of the requested range (counted against maxBuckets before), newest first, empty ones null. */
-function everyInterval (ctx: HistoryContext, rollup: Rollup, from: Date, to: Date, coverage: boolean, folded: FoldedBuckets): Buckets {
+async function everyInterval (ctx: HistoryContext, rollup: Rollup, from: Date, to: Date, window: ReadWindow, coverage: boolean, folded: FoldedBuckets): Promise<Buckets> {
   const { starts, values, counts, buckets, sampleSize } = folded
-  const every = bucketStartsBetween(from, to, rollup, ctx.maxBuckets) ?? []
-  const everyStart = new Float64Array(every.length)
+  // The same for every series of the request: worked out once (the last bound is an end).
+  let bounds = everyStart.get(window)
+  if (bounds === undefined) {
+    bounds = bucketBounds(from, to.getTime(), rollup, ctx.maxBuckets).then((found) => found.slice(0, -1))
+    everyStart.set(window, bounds)
+  }
+  const every = await bounds
+  const startsOut = new Float64Array(every.length)
   const everyValue = new Float64Array(every.length)
   const everyCount = new Float64Array(coverage ? every.length : 0)
   let i = buckets - 1
   for (let k = every.length - 1, out = 0; k >= 0; k--, out++) {
-    const start = every[k]?.getTime() ?? NaN
+    const start = every[k] ?? NaN
     while (i >= 0 && (starts[i] as number) > start) i--
-    everyStart[out] = start
+    startsOut[out] = start
     const found = i >= 0 && starts[i] === start
     everyValue[out] = found ? values[i] as number : NaN
     if (coverage) everyCount[out] = found ? counts[i] as number : 0
   }
-  return { readings: new RollupSeries(everyStart, everyValue, coverage ? everyCount : undefined), sampleSize }
+  return { readings: new RollupSeries(startsOut, everyValue, coverage ? everyCount : undefined), sampleSize }
 }
