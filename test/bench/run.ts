@@ -65,7 +65,7 @@ const meets = (ok: boolean): string => ok ? 'yes' : '**no**'
 const lines = [
   '# Benchmarks',
   '',
-  `Measured ${results.at} on ${results.machine}${quick ? ' (--quick sizes: not figures)' : ''}, with \`pnpm bench\`.`,
+  `Measured ${results.at} on ${results.machine}${quick ? ' (--quick sizes: not figures)' : ''}, with \`pnpm bench${cases.length > 0 ? ` ${cases.join(' ')}` : ''}\`${cases.length > 0 ? '; the other cases\' figures are those of their last run (docs/benchmarks.json)' : ''}.`,
   'Each figure stands next to a baseline measured in the same run on the same database.',
   ''
 ]
