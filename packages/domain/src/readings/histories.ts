@@ -3,7 +3,8 @@ import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { listParam, recordId } from '../validation/record-id.js'
 import type { RollupFunction } from './aggregate-state.js'
-import { boundedWindow, type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
+import { type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
+import { boundedWindow } from './window.js'
 import { RollupSeries } from './rollup-series.js'
 
 /** Several sensors of a device in one answer: one series each, on the same buckets. */
