@@ -71,11 +71,19 @@ try {
     stdio: ['ignore', 'pipe', 'inherit']
   })
   let tail = ''
+  // CI keeps only the end of the log, so the failed assertions are repeated there.
+  const failures: string[] = []
+  let pending = ''
   child.stdout.on('data', (chunk: Buffer) => {
     process.stdout.write(chunk)
-    tail = (tail + chunk.toString('utf8')).slice(-4096)
+    const text = chunk.toString('utf8')
+    tail = (tail + text).slice(-4096)
+    const lines = (pending + text).split('\n')
+    pending = lines.pop() ?? ''
+    for (const line of lines) if (/^\s*not ok /.test(line) && failures.length < 50) failures.push(line)
   })
   exitCode = await new Promise<number>((resolve) => { child.on('close', (code) => { resolve(code ?? 1) }) })
+  if (failures.length > 0) console.log(`# failed:\n${failures.join('\n')}`)
   const line = tail.split('\n').reverse().find((l) => l.startsWith('# { total:')) ?? ''
   const count = (name: string): number => Number(new RegExp(`${name}: (\\d+)`).exec(line)?.[1] ?? 0)
   summary = { pass: count('pass'), fail: count('fail'), skip: count('skip') }
