@@ -20,6 +20,8 @@ export interface ChildPlatform {
   memory: () => { rss: number, peak: number }
   /** V8's heap in use and reserved, and memory outside it (Buffers), in MB, from its /metrics */
   heap: () => Promise<Heap>
+  /** a gauge of its /metrics (the event loop's delay gauges are since the last read) */
+  gauge: (name: string) => Promise<number>
   /** with BENCH_HEAP_SNAPSHOTS=1, a heap snapshot (Heap.*.heapsnapshot in the repository's folder), written before this resolves */
   snapshot: () => Promise<void>
   stop: () => Promise<void>
@@ -31,10 +33,13 @@ export interface ChildPlatform {
  * It takes the bench's token. BENCH_NODE_OPTIONS is passed to it as NODE_OPTIONS. With
  * BENCH_HEAP_SNAPSHOTS=1 the cases take heap snapshots where they read memory (SIGWINCH: SIGUSR2,
  * Node's usual one, is a request to stop for close-with-grace); writing one costs the process
- * memory of its own, so the RSS figures of such a run are not the platform's.
+ * memory of its own, so the RSS figures of such a run are not the platform's. BENCH_CPU_PROFILE=<dir>
+ * has it write a CPU profile there when it stops.
  */
 export async function startAllInOne (p: BenchPlatform, env: Record<string, string> = {}): Promise<ChildPlatform> {
-  const nodeArgs = startScriptArgs()
+  // Node refuses --cpu-prof in NODE_OPTIONS: BENCH_CPU_PROFILE=<dir> adds it to the process's flags.
+  const profileDir = process.env.BENCH_CPU_PROFILE
+  const nodeArgs = [...(profileDir !== undefined && profileDir !== '' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...startScriptArgs()]
   const snapshots = process.env.BENCH_HEAP_SNAPSHOTS === '1'
   const nodeOptions = [process.env.BENCH_NODE_OPTIONS, snapshots ? '--heapsnapshot-signal=SIGWINCH' : undefined].filter((o) => o !== undefined && o !== '').join(' ')
   const stops: Array<() => unknown> = []
@@ -47,6 +52,7 @@ export async function startAllInOne (p: BenchPlatform, env: Record<string, strin
     const [, mqttHost, mqttPort] = await platform.waitFor(MQTT_LINE)
     const pid = platform.child.pid ?? 0
     progress(`pnpm start is pid ${pid}${nodeOptions === '' ? '' : ` (NODE_OPTIONS=${nodeOptions})`}`)
+    const metrics = async (): Promise<string> => await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
     const exited = (): boolean => platform.child.exitCode !== null || platform.child.signalCode !== null
     return {
       base,
@@ -60,10 +66,11 @@ export async function startAllInOne (p: BenchPlatform, env: Record<string, strin
         return { rss: round(rss / MB, 1), peak: round(peak / MB, 1) }
       },
       heap: async () => {
-        const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
-        const mb = (name: string): number => round(Number(new RegExp(`^esp_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / MB, 1)
+        const text = await metrics()
+        const mb = (name: string): number => round(gaugeOf(text, name) / MB, 1)
         return { used: mb('nodejs_heap_size_used_bytes'), total: mb('nodejs_heap_size_total_bytes'), external: mb('nodejs_external_memory_bytes') }
       },
+      gauge: async (name) => gaugeOf(await metrics(), name),
       snapshot: async () => {
         if (!snapshots || exited()) return
         const before = new Set(readdirSync(repoRoot).filter((f) => f.endsWith('.heapsnapshot')))
@@ -80,6 +87,8 @@ export async function startAllInOne (p: BenchPlatform, env: Record<string, strin
     throw err
   }
 }
+
+const gaugeOf = (text: string, name: string): number => Number(new RegExp(`^esp_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
 
 /** Samples the process's RSS every second while `run` runs; the highest seen (and the kernel's VmHWM). */
 export async function whileSampling<T> (child: ChildPlatform, run: () => Promise<T>, onSecond: (second: number, rss: number) => void = () => {}): Promise<{ result: T, peak: number }> {

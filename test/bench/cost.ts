@@ -18,12 +18,15 @@ export interface CostFigures {
   nodeArgs: string
   /** CPU of the process per cheap request (GET /v0/), the unit the others are stated in */
   baseline: { url: string, cpuMs: number, runs: number }
-  routes: Array<{ operation: string, url: string, status: number, cpuMs: number, ratioToBaseline: number, runs: number }>
+  /** `blockMs`: the longest the event loop was held (delay seen by a 10 ms timer) while it ran */
+  routes: Array<{ operation: string, url: string, status: number, cpuMs: number, ratioToBaseline: number, runs: number, blockMs?: number }>
   adversarial: {
     seconds: number
     quiet: { requestsPerSecond: number, p50: number, p99: number, non2xx: number }
     attacked: { requestsPerSecond: number, p50: number, p99: number, non2xx: number }
     p99Ratio: number
+    /** the event loop's longest delay and p99 delay during the attacked run */
+    loopDelay?: { maxMs: number, p99Ms: number }
     attackerStatuses: Record<string, number>
   }
 }
@@ -110,11 +113,18 @@ export async function benchCost (p: BenchPlatform, quick: boolean): Promise<Cost
       if (/user/.test(parameter.name)) return String(p.userId)
       return '1'
     })
-    const measure = async (url: string, runs: number): Promise<{ cpuMs: number, status: number }> => {
+    // prom-client's event-loop gauges cover the time since the last scrape.
+    const loopDelayMs = async (): Promise<{ maxMs: number, p99Ms: number }> => ({
+      maxMs: round((await child.gauge('nodejs_eventloop_lag_max_seconds')) * 1000, 1),
+      p99Ms: round((await child.gauge('nodejs_eventloop_lag_p99_seconds')) * 1000, 1)
+    })
+    const measure = async (url: string, runs: number): Promise<{ cpuMs: number, status: number, blockMs: number }> => {
       let status = 0
+      await loopDelayMs()
       const before = cpuMsOf(child.pid)
       for (let i = 0; i < runs; i++) status = await get(child.base, url, auth)
-      return { cpuMs: round((cpuMsOf(child.pid) - before) / runs, 2), status }
+      const cpuMs = round((cpuMsOf(child.pid) - before) / runs, 2)
+      return { cpuMs, status, blockMs: (await loopDelayMs()).maxMs }
     }
     const baselineRuns = quick ? 20 : 400
     await measure('/v0/', 20)
@@ -131,7 +141,7 @@ export async function benchCost (p: BenchPlatform, quick: boolean): Promise<Cost
     const routes: CostFigures['routes'] = []
     for (const [operation, { url }] of worst) {
       const again = await measure(url, runs)
-      routes.push({ operation, url, status: again.status, cpuMs: again.cpuMs, ratioToBaseline: round(again.cpuMs / Math.max(baseline.cpuMs, 0.01), 1), runs })
+      routes.push({ operation, url, status: again.status, cpuMs: again.cpuMs, ratioToBaseline: round(again.cpuMs / Math.max(baseline.cpuMs, 0.01), 1), runs, blockMs: again.blockMs })
     }
     routes.sort((a, b) => b.cpuMs - a.cpuMs)
 
@@ -171,7 +181,9 @@ export async function benchCost (p: BenchPlatform, quick: boolean): Promise<Cost
     const attackers = ATTACKERS.map(attacker)
     await new Promise((resolve) => setTimeout(resolve, 1_000))
     progress(`cost: the user's reads for ${seconds} s while the attack runs`)
+    await loopDelayMs()
     const attacked = await wrk(userUrl, p.token, seconds)
+    const loopDelay = await loopDelayMs()
     attack.running = false
     clearInterval(trickle)
     for (const req of slow) req.destroy()
@@ -180,7 +192,7 @@ export async function benchCost (p: BenchPlatform, quick: boolean): Promise<Cost
       nodeArgs: child.nodeArgs,
       baseline,
       routes,
-      adversarial: { seconds, quiet, attacked, p99Ratio: round(attacked.p99 / quiet.p99, 2), attackerStatuses }
+      adversarial: { seconds, quiet, attacked, p99Ratio: round(attacked.p99 / quiet.p99, 2), loopDelay, attackerStatuses }
     }
   } finally {
     await child.stop()
