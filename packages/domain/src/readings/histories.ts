@@ -1,6 +1,7 @@
 import type { Runner } from '@esp/db'
 import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
+import { nextTurn } from '../turns.js'
 import { listParam, recordId } from '../validation/record-id.js'
 import type { RollupFunction } from './aggregate-state.js'
 import { type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
@@ -84,14 +85,20 @@ async function answerHistories (ctx: HistoryContext, deviceId: number, params: H
   }
 }
 
-/** The JSON bytes of several series: each written from its numbers, as historyJson does one. */
-export function historiesJson (result: HistoriesResult): Buffer {
+/**
+ * The JSON bytes of several series: each written from its numbers, as historyJson does one, with
+ * a turn of the event loop between them (up to 200,000 values cost tens of milliseconds).
+ */
+export async function historiesJson (result: HistoriesResult): Promise<Buffer> {
   const { sensors, ...head } = result
   const parts: Buffer[] = [Buffer.from(`${JSON.stringify(head).slice(0, -1)},"sensors":[`)]
-  sensors.forEach(({ readings, ...sensor }, i) => {
-    if (i > 0) parts.push(Buffer.from(','))
+  for (const [i, { readings, ...sensor }] of sensors.entries()) {
+    if (i > 0) {
+      await nextTurn()
+      parts.push(Buffer.from(','))
+    }
     parts.push(readings.json(`${JSON.stringify(sensor).slice(0, -1)},`))
-  })
+  }
   parts.push(Buffer.from(']}'))
   return Buffer.concat(parts)
 }

@@ -1,8 +1,10 @@
 import { dayOffsetTiers, readingsExtent, type TierPiece, tierBoundsText, TIERS } from '@esp/db'
 import { type ApiError, errors } from '../errors.js'
+import { nextTurn, slicer } from '../turns.js'
 import type { HistoryContext, HistoryParams } from './history.js'
 import { planSegments, planZoneSegments, type Segment } from './planner.js'
 import { bucketStart, countBuckets, nextBucket, type Rollup } from './rollup.js'
+import type { ZoneOffsets } from './zone.js'
 
 // A history request's window and plan (issue 33): its range clamped to the stored extent and its
 // values counted before it reads, and where each piece of it is read from, made once for all of
@@ -122,20 +124,27 @@ export interface ZoneRun { pieces: TierPiece[], bounds: number[], boundsText: st
 export interface Plan { zoneAlignment: number | undefined, parts: Array<Segment | ZoneRun> }
 const plans = new WeakMap<ReadWindow, Promise<Plan>>()
 
-/** A turn of the event loop: long work of one request lets others' in between its steps. */
-const nextTurn = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
-/**
- * The longest a request's loop over buckets holds the event loop before it lets others' work in:
- * a zone's bucket costs microseconds, but the first use of each of its years about a millisecond.
- */
-const SLICE_MS = 8
+/** Bounds written as SQL array text per slice: 50,000 of them cost tens of milliseconds. */
+const BOUNDS_PER_SLICE = 5_000
 
-/** A clock for a loop: `due()` says when SLICE_MS have passed since the last turn it gave. */
-function slicer (): { due: () => boolean, turn: () => Promise<void> } {
-  let since = performance.now()
-  return {
-    due: () => performance.now() - since > SLICE_MS,
-    turn: async () => { await nextTurn(); since = performance.now() }
+/** tierBoundsText of many bounds, with turns of the event loop between its slices. */
+async function boundsTextOf (bounds: readonly number[]): Promise<string> {
+  if (bounds.length <= BOUNDS_PER_SLICE) return tierBoundsText(bounds)
+  const items: string[] = []
+  for (let at = 0; at < bounds.length; at += BOUNDS_PER_SLICE) {
+    if (at > 0) await nextTurn()
+    // Each slice's literal without its braces: the items of one array.
+    items.push(tierBoundsText(bounds.slice(at, at + BOUNDS_PER_SLICE)).slice(1, -1))
+  }
+  return `{${items.join(',')}}`
+}
+
+/** The zone's offsets of every year alignmentBetween reads for [from, until), found in slices of the event loop. */
+async function offsetsOfYears (zone: ZoneOffsets, from: number, until: number): Promise<void> {
+  const slice = slicer()
+  for (let year = new Date(from).getUTCFullYear() - 1; year <= new Date(until).getUTCFullYear() + 1; year++) {
+    zone.offsetMs(Date.UTC(year, 6, 1))
+    if (slice.due()) await slice.turn()
   }
 }
 
@@ -168,8 +177,11 @@ export async function planOf (ctx: HistoryContext, rollup: Rollup, window: ReadW
   if (planned === undefined) {
     const from = window.from
     const until = new Date(window.to.getTime() + 1)
-    const zoneAlignment = rollup.zone?.alignmentBetween(from.getTime(), until.getTime())
     planned = (async () => {
+      // A zone's offsets are found a year at a time (about a millisecond each, the first time):
+      // over centuries, in slices, before alignmentBetween reads them at once.
+      if (rollup.zone !== undefined) await offsetsOfYears(rollup.zone, from.getTime(), until.getTime())
+      const zoneAlignment = rollup.zone?.alignmentBetween(from.getTime(), until.getTime())
       if (rollup.zone === undefined) return { zoneAlignment, parts: planSegments(rollup, from, until, TIERS).flatMap(splitRaw) }
       const offsetTiers = await dayOffsetTiers(ctx.runner)
       // A year of the window at a time (UTC years: every stored tier aligns with their edges, so
@@ -193,7 +205,7 @@ export async function planOf (ctx: HistoryContext, rollup: Rollup, window: ReadW
         const first = segment[0]?.from ?? from
         const bounds = await bucketBounds(first, (segment.at(-1)?.until ?? first).getTime() - 1, rollup, window.perSeries + 2)
         await nextTurn()
-        parts.push({ pieces: segment, bounds, boundsText: tierBoundsText(bounds) })
+        parts.push({ pieces: segment, bounds, boundsText: await boundsTextOf(bounds) })
       }
       return { zoneAlignment, parts }
     })()

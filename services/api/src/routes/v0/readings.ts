@@ -76,7 +76,7 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
     // The schema above documents the answer; its bytes are written from the buckets' numbers
     // (historyJson), where the serializer would first need them as thousands of tuples.
     const bytes: FastifyReply = reply.type('application/json; charset=utf-8')
-    if (asksForSeveralSensors(request.query)) return await bytes.send(historiesJson(await readingsHistories(history, deviceId, request.query, access)))
+    if (asksForSeveralSensors(request.query)) return await bytes.send(await historiesJson(await readingsHistories(history, deviceId, request.query, access)))
     return await bytes.send(historyJson(await readingsHistory(history, deviceId, request.query, access)))
   })
 }
