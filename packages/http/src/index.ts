@@ -1,5 +1,5 @@
 export { buildServer, baseUrl, DEFAULT_TIMEOUTS, DOCS_PATH, EXPLORER_PATH, type HttpSettings, type RequestTimeouts, type ServerOptions } from './server.js'
-export { DEFAULT_BODY_LIMIT, largeBodyLimit, type BodyLimits } from './body-guard.js'
+export { DEFAULT_BODY_LIMIT, largeBodyLimit, LINGER_MS, type BodyLimits } from './body-guard.js'
 export { ErrorBody, errorResponses, type ErrorBodyType } from './error-body.js'
 export { binaryFile, documentedAs, listQuery, multipartForm, pageParams, parsedParam, recordIdParam, SIGNED_IN } from './openapi.js'
 export { errorHandlerPlugin, sendError, fieldErrors } from './error-handler.js'

@@ -3,6 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { parseJsonObject } from '@esp/domain'
 import { MAX_BODY_DEPTH, nestedDeeperThan } from '@esp/domain'
+import { LINGER_MS } from '@esp/http'
 import { bearer, buildApi, multipart, signUp, signUpAs } from '../../../test/helpers/api.js'
 import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
 
@@ -181,7 +182,9 @@ async function rawExchange (port: number, send: (socket: net.Socket) => Promise<
   // Writes after the server hung up fail; what it answered is what counts.
   socket.on('error', () => {})
   await send(socket).catch(() => {})
-  return { text, closedAfterMs: await closed }
+  // What arrives until the close counts: read only after it.
+  const closedAfterMs = await closed
+  return { text, closedAfterMs }
 }
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
@@ -321,4 +324,45 @@ t.test('a request sent too slowly is a 408 and its connection is closed', async 
 
   const quick = await app.inject({ method: 'GET', url: '/v0/' })
   t.equal(quick.statusCode, 200, 'an ordinary request is untouched')
+})
+
+t.test('a client still sending a body the answer refused reads the answer, then the connection closes', async (t) => {
+  const harness = await buildPlatform(t, { bodyLimit: 1024 * 1024 })
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id)
+  const port = await listening(app)
+  const auth = `Authorization: Bearer ${owner.token}\r\n`
+  const chunk = Buffer.alloc(256 * 1024, ' ')
+  const cases = [
+    { name: 'a device update over 64 KiB', head: `PATCH /v0/devices/${device} HTTP/1.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 8388608\r\n`, status: 413 },
+    { name: 'readings over their limit, chunked', head: `POST /v0/devices/${device}/readings HTTP/1.1\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n`, status: 413, chunked: true },
+    { name: 'readings from an anonymous caller', head: `POST /v0/devices/${device}/readings HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 8388608\r\n`, status: 401 },
+    { name: 'a multipart upload over the limit', head: `PATCH /v0/me HTTP/1.1\r\n${auth}Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 8388608\r\n`, status: 413 },
+    { name: 'after Expect: 100-continue', head: `PATCH /v0/devices/${device} HTTP/1.1\r\n${auth}Content-Type: application/json\r\nContent-Length: 8388608\r\nExpect: 100-continue\r\n`, status: 413 }
+  ]
+  for (const c of cases) {
+    // Several times: without the lingering close, whether the answer survived the reset was a race.
+    for (let round = 0; round < 4; round++) {
+      const { text, closedAfterMs } = await rawExchange(port, async (socket) => {
+        socket.write(`${c.head}Host: localhost\r\n\r\n`)
+        // As curl and firmware do: the body is sent as fast as the socket takes it, answer or
+        // not, and the answer read once it is sent. A reset from the server would drop it.
+        socket.pause()
+        for (let sent = 0; sent < 8 * 1024 * 1024 && !socket.destroyed; sent += chunk.length) {
+          const more = socket.write(c.chunked === true ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]) : chunk)
+          if (!more) await new Promise((resolve) => { socket.once('drain', resolve).once('close', resolve) })
+        }
+        socket.end(c.chunked === true ? '0\r\n\r\n' : '')
+        socket.resume()
+      })
+      const answer = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')
+      t.match(answer, new RegExp(`^HTTP/1\\.1 ${c.status} `), `${c.name} (round ${round + 1}): ${c.status} read by the client`)
+      t.match(answer, /\r\nconnection: close\r\n/i, `${c.name}: the connection closes after it`)
+      t.match(answer, /"errors":null,"url":null\}$/, `${c.name}: the whole answer, in the error shape`)
+      t.ok(closedAfterMs < LINGER_MS + 3000, `${c.name}: closed ${closedAfterMs} ms after it opened`)
+    }
+  }
+  const after = await app.inject({ method: 'GET', url: `/v0/devices/${device}` })
+  t.equal(after.statusCode, 200, 'the server answers as before')
 })
