@@ -74,7 +74,10 @@ export const AuthConfig = Type.Object({
   AUTH_FAILURES_PER_ADDRESS: Type.Integer({ minimum: 1, default: 30, description: 'a positive integer' }),
   AUTH_FAILURE_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'an integer of seconds, at least 1' }),
   AUTH_LOCKOUT_SECONDS: Type.Integer({ minimum: 1, default: 900, description: 'an integer of seconds, at least 1' }),
-  AUTH_LOCKOUT_MAX_SECONDS: Type.Integer({ minimum: 1, default: 21_600, description: 'an integer of seconds, at least 1' })
+  AUTH_LOCKOUT_MAX_SECONDS: Type.Integer({ minimum: 1, default: 21_600, description: 'an integer of seconds, at least 1' }),
+  // Issue 34: a client that signed in to an account before (device cookie, or address) counts apart.
+  AUTH_FAILURES_PER_DEVICE: Type.Integer({ minimum: 1, default: 5, description: 'a positive integer' }),
+  AUTH_TRUST_SECONDS: Type.Integer({ minimum: 60, default: 7_776_000, description: 'an integer of seconds, at least 60' })
 })
 
 export const RateLimitConfig = Type.Object({

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { ChangeFeed, Db } from '@esp/db'
 import { AUTH_TOPIC, Authenticator, AuthThrottle, type Clock, CredentialCache, type CredentialCacheOptions, DEFAULT_CREDENTIAL_CACHE, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
 import { createThrottleStore } from './auth-throttle.js'
+import { deviceCookieOf } from './device-cookie.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -88,7 +89,10 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
   })
   app.addHook('onClose', throttleStore.close)
   const refused = app.hasDecorator('metrics') ? app.metrics.authThrottled : undefined
-  const throttle = new AuthThrottle(throttleStore.store, options.throttle ?? DEFAULT_THROTTLE, (reason) => { refused?.inc({ reason }) })
+  const throttle = new AuthThrottle(throttleStore.store, options.throttle ?? DEFAULT_THROTTLE, (reason) => { refused?.inc({ reason }) }, {
+    secret: options.jwtSecret,
+    now: () => options.clock().getTime()
+  })
   app.decorate('authThrottle', throttle)
   const authenticator = new Authenticator({ db: options.db, signer, now: options.clock, cache: new CredentialCache(options.cache ?? DEFAULT_CREDENTIAL_CACHE) })
   app.decorate('authenticator', authenticator)
@@ -112,10 +116,9 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     const bearer = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : undefined
     const param = bearer === undefined ? queryToken(request) : undefined
     const token = bearer ?? param
-    // A locked-out address is refused (429) before its token or password is looked at.
-    const gate = throttle.gate(request.ip)
+    const gate = throttle.gate(request.ip, deviceCookieOf(request))
     if (token !== undefined) {
-      // A token names no account: a bad one counts for the address only.
+      // Checked first: a valid token passes whatever else its address sent; a bad one counts for the address.
       const viewer = await authenticator.token(gate, token)
       if (viewer === null) throw errors.invalidToken(param !== undefined)
       request.viewer = viewer

@@ -5,7 +5,8 @@ import { sharedStateRedis } from './redis.js'
 
 // Each counted key owns four Redis keys: failures in the window, checks in flight, the lock, and
 // the back-off level. KEYS holds them in that order, four per counted key. ARGV: reserve (1/0),
-// how long a reservation lives, then each counted key's limit.
+// how long a reservation lives, then each counted key's limit. A remembered key (an address an
+// account signed in from) is one more, `:k`, that only expires.
 const ADMIT = `
 local n = #KEYS / 4
 local locked = 0
@@ -87,6 +88,14 @@ export class RedisThrottleStore implements ThrottleStore {
     await this.redis.espThrottleSettle(all.length, ...all, OUTCOMES[outcome], reserved ? '1' : '0', policy.windowMs, policy.maxLockoutMs,
       ...keys.flatMap((k) => [k.limit, k.resetOnSuccess ? '1' : '0']), ...policy.lockoutsMs)
   }
+
+  async remember (key: string, ttlMs: number): Promise<void> {
+    await this.redis.set(`esp-auth:{${key}}:k`, '1', 'PX', ttlMs)
+  }
+
+  async remembers (key: string): Promise<boolean> {
+    return await this.redis.exists(`esp-auth:{${key}}:k`) === 1
+  }
 }
 
 /**
@@ -113,6 +122,24 @@ export class FallbackThrottleStore implements ThrottleStore {
     } catch (err) {
       this.onError(err)
       await this.secondary.settle(keys, policy, outcome, reserved)
+    }
+  }
+
+  async remember (key: string, ttlMs: number): Promise<void> {
+    try {
+      await this.primary.remember(key, ttlMs)
+    } catch (err) {
+      this.onError(err)
+      await this.secondary.remember(key, ttlMs)
+    }
+  }
+
+  async remembers (key: string): Promise<boolean> {
+    try {
+      return await this.primary.remembers(key)
+    } catch (err) {
+      this.onError(err)
+      return await this.secondary.remembers(key)
     }
   }
 }

@@ -86,7 +86,9 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
           addressFailures: config.AUTH_FAILURES_PER_ADDRESS,
           windowSeconds: config.AUTH_FAILURE_WINDOW_SECONDS,
           lockoutSeconds: config.AUTH_LOCKOUT_SECONDS,
-          maxLockoutSeconds: Math.max(config.AUTH_LOCKOUT_MAX_SECONDS, config.AUTH_LOCKOUT_SECONDS)
+          maxLockoutSeconds: Math.max(config.AUTH_LOCKOUT_MAX_SECONDS, config.AUTH_LOCKOUT_SECONDS),
+          deviceFailures: config.AUTH_FAILURES_PER_DEVICE,
+          trustSeconds: config.AUTH_TRUST_SECONDS
         }
       },
       rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL },

@@ -140,9 +140,11 @@ export async function metricsRoute (app: FastifyInstance, options: Pick<MetricsO
   }, async (request, reply) => {
     const token = options.token
     if (token !== undefined) {
-      // A wrong metrics token counts like any failed credential, where the service checks them.
+      // A wrong metrics token counts like any failed credential, where the service checks them. The
+      // operator chose it (16 characters at least), so unlike an issued token it is refused, not
+      // compared, while the address is locked.
       const check = async (): Promise<true | null> => safeEqual(request.headers.authorization ?? '', `Bearer ${token}`) ? true : null
-      const valid = throttle === undefined ? await check() : await throttle.gate(request.ip).verifyToken(check)
+      const valid = throttle === undefined ? await check() : await throttle.gate(request.ip).verify(undefined, check)
       if (valid === null) return sendError(reply.header('www-authenticate', 'Bearer realm="metrics"'), errors.unauthorized('This endpoint needs the metrics token'))
     }
     const text = await metrics.scrape()

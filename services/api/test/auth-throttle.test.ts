@@ -29,6 +29,8 @@ interface CredentialPath {
   wrongStatus: number
   /** how many failures lock: the account's limit, or the address's where no account is named */
   limit: number
+  /** a secret the platform issued: a valid one is never refused, only wrong ones are (issue 34) */
+  issued?: boolean
 }
 type User = Awaited<ReturnType<typeof signUp>> & { client: { uid: string, secret: string }, resetCode: string }
 
@@ -48,15 +50,15 @@ const PATHS: CredentialPath[] = [
   { name: 'HTTP Basic', limit: SMALL.accountFailures, wrongStatus: 401, wrong: (u, i) => ({ url: '/v0/me', headers: basic(u.username, `guess ${i}`) }), right: (u) => ({ url: '/v0/me', headers: basic(u.username, u.password) }) },
   { name: 'HTTP Basic by e-mail', limit: SMALL.accountFailures, wrongStatus: 401, wrong: (u, i) => ({ url: '/v0/me', headers: basic(u.email.toUpperCase(), `guess ${i}`) }), right: (u) => ({ url: '/v0/me', headers: basic(u.email, u.password) }) },
   { name: 'OAuth password grant', limit: SMALL.accountFailures, wrongStatus: 400, wrong: (u, i) => grant(u, `guess ${i}`), right: (u) => grant(u, u.password) },
-  { name: 'OAuth client secret', limit: SMALL.addressFailures, wrongStatus: 401, wrong: (u, i) => grant(u, u.password, `guess ${i}`), right: (u) => grant(u, u.password) },
-  { name: 'Authorization: Bearer', limit: SMALL.addressFailures, wrongStatus: 401, wrong: (_u, i) => ({ url: '/v0/me', headers: bearer(`forged.token.${i}`) }), right: (u) => ({ url: '/v0/me', headers: bearer(u.token) }) },
-  { name: '?access_token=', limit: SMALL.addressFailures, wrongStatus: 401, wrong: (_u, i) => ({ url: `/v0/me?access_token=forged${i}` }), right: (u) => ({ url: `/v0/me?access_token=${u.token}` }) },
-  { name: '?bearer_token=', limit: SMALL.addressFailures, wrongStatus: 401, wrong: (_u, i) => ({ url: `/v0/me?bearer_token=forged${i}` }), right: (u) => ({ url: `/v0/me?bearer_token=${u.token}` }) },
-  { name: 'GET /v0/password_resets/:code', limit: SMALL.addressFailures, wrongStatus: 404, wrong: (_u, i) => ({ url: `/v0/password_resets/guessed-code-${i}` }), right: (u) => ({ url: `/v0/password_resets/${u.resetCode}` }) },
-  { name: 'PATCH /v0/password_resets/:code', limit: SMALL.addressFailures, wrongStatus: 404, wrong: (_u, i) => ({ method: 'PATCH', url: `/v0/password_resets/guessed-code-${i}`, payload: { password: 'a new long password' } }), right: (u) => ({ method: 'PATCH', url: `/v0/password_resets/${u.resetCode}`, payload: { password: 'a new long password' } }) }
+  { name: 'OAuth client secret', issued: true, limit: SMALL.addressFailures, wrongStatus: 401, wrong: (u, i) => grant(u, u.password, `guess ${i}`), right: (u) => grant(u, u.password) },
+  { name: 'Authorization: Bearer', issued: true, limit: SMALL.addressFailures, wrongStatus: 401, wrong: (_u, i) => ({ url: '/v0/me', headers: bearer(`forged.token.${i}`) }), right: (u) => ({ url: '/v0/me', headers: bearer(u.token) }) },
+  { name: '?access_token=', issued: true, limit: SMALL.addressFailures, wrongStatus: 401, wrong: (_u, i) => ({ url: `/v0/me?access_token=forged${i}` }), right: (u) => ({ url: `/v0/me?access_token=${u.token}` }) },
+  { name: '?bearer_token=', issued: true, limit: SMALL.addressFailures, wrongStatus: 401, wrong: (_u, i) => ({ url: `/v0/me?bearer_token=forged${i}` }), right: (u) => ({ url: `/v0/me?bearer_token=${u.token}` }) },
+  { name: 'GET /v0/password_resets/:code', issued: true, limit: SMALL.addressFailures, wrongStatus: 404, wrong: (_u, i) => ({ url: `/v0/password_resets/guessed-code-${i}` }), right: (u) => ({ url: `/v0/password_resets/${u.resetCode}` }) },
+  { name: 'PATCH /v0/password_resets/:code', issued: true, limit: SMALL.addressFailures, wrongStatus: 404, wrong: (_u, i) => ({ method: 'PATCH', url: `/v0/password_resets/guessed-code-${i}`, payload: { password: 'a new long password' } }), right: (u) => ({ method: 'PATCH', url: `/v0/password_resets/${u.resetCode}`, payload: { password: 'a new long password' } }) }
 ]
 
-t.test('every credential path: the limit-th failure locks, and then the right secret is refused too', async (t) => {
+t.test('every credential path: the limit-th failure locks; a password is then refused even when right, an issued secret only when wrong', async (t) => {
   let now = Date.parse('2026-11-25T12:00:00Z')
   const harness = await buildApi(t, { deps: { clock: () => new Date(now) }, auth: { throttle: SMALL } })
   const { app } = harness
@@ -66,6 +68,14 @@ t.test('every credential path: the limit-th failure locks, and then the right se
     const statuses: number[] = []
     for (let i = 0; i < path.limit; i++) statuses.push((await app.inject({ ...path.wrong(user, i), remoteAddress: address })).statusCode)
     t.same(statuses, Array(path.limit).fill(path.wrongStatus), `${path.name}: ${path.limit} failures answered as usual`)
+    if (path.issued === true) {
+      assertThrottled(t, await app.inject({ ...path.wrong(user, path.limit), remoteAddress: address }), SMALL.lockoutSeconds, `${path.name}: a wrong secret while locked`)
+      const valid = await app.inject({ ...path.right(user), remoteAddress: address })
+      t.equal(valid.statusCode, 200, `${path.name}: the valid secret from the locked address passes (${valid.body.slice(0, 80)})`)
+      now += SMALL.lockoutSeconds * 1000
+      t.equal((await app.inject({ ...path.wrong(user, 0), remoteAddress: address })).statusCode, path.wrongStatus, `${path.name}: counted as usual after the lockout`)
+      continue
+    }
     assertThrottled(t, await app.inject({ ...path.right(user), remoteAddress: address }), SMALL.lockoutSeconds, `${path.name}: the right secret while locked`)
     // After the lockout the same caller gets in with the right secret.
     now += SMALL.lockoutSeconds * 1000
@@ -88,7 +98,7 @@ t.test('the account limit holds across addresses and across paths', async (t) =>
   t.equal((await harness.app.inject({ ...PATHS[0]?.right(other), remoteAddress: freshAddress() })).statusCode, 200, 'other accounts are not affected')
 })
 
-t.test('the address limit holds across accounts; a success of the attacker does not reset it', async (t) => {
+t.test('the address limit holds across accounts; a success of the attacker does not reset it, and their own account is theirs', async (t) => {
   const harness = await buildApi(t, { auth: { throttle: SMALL } })
   const mine = await prepareUser(harness)
   const address = freshAddress()
@@ -98,8 +108,10 @@ t.test('the address limit holds across accounts; a success of the attacker does 
     statuses.push((await harness.app.inject({ method: 'POST', url: '/v0/sessions', remoteAddress: address, payload: { username: mine.username, password: mine.password } })).statusCode)
   }
   t.same(statuses.slice(0, -1), [...Array(SMALL.addressFailures - 1).fill([422, 200]).flat(), 422])
-  assertThrottled(t, await harness.app.inject({ ...PATHS[0]?.right(mine), remoteAddress: address }), SMALL.lockoutSeconds, 'the spraying address')
-  t.equal((await harness.app.inject({ ...PATHS[0]?.right(mine), remoteAddress: freshAddress() })).statusCode, 200, 'the account itself is not locked')
+  const victim = await prepareUser(harness)
+  assertThrottled(t, await harness.app.inject({ ...PATHS[0]?.right(victim), remoteAddress: address }), SMALL.lockoutSeconds, 'the spraying address, for any account it never signed in to')
+  t.equal((await harness.app.inject({ ...PATHS[0]?.right(victim), remoteAddress: freshAddress() })).statusCode, 200, 'the accounts themselves are not locked')
+  t.equal((await harness.app.inject({ ...PATHS[0]?.right(mine), remoteAddress: address })).statusCode, 200, 'an account that signed in from the address is trusted there')
 })
 
 t.test('parallel guesses: no more checks than the limit', async (t) => {
@@ -112,16 +124,21 @@ t.test('parallel guesses: no more checks than the limit', async (t) => {
   t.equal(statuses.filter((s) => s === 429).length, 40 - SMALL.accountFailures)
 })
 
-t.test('the defaults: 10 failures an account, then 429 for 15 minutes', async (t) => {
+t.test('the defaults: 10 failures an account, then 429 for 15 minutes; 5 for a client that signed in before', async (t) => {
   const { app } = await buildApi(t)
+  // signUp signed in from inject's address (127.0.0.1): that client is the owner's.
   const user = await signUp(app)
+  const attacker = freshAddress()
   for (let i = 0; i < 10; i++) {
-    const res = await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: `guess ${i}` } })
+    const res = await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: `guess ${i}` }, remoteAddress: attacker })
     if (res.statusCode !== 422) { t.fail(`attempt ${i + 1} got ${res.statusCode}`); break }
   }
-  const locked = await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password } })
-  assertThrottled(t, locked, 900, 'the 11th attempt')
+  const locked = await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password }, remoteAddress: freshAddress() })
+  assertThrottled(t, locked, 900, 'the 11th attempt, from anywhere else')
   t.equal(locked.headers['retry-after'], '900')
+  t.equal((await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password } })).statusCode, 200, 'the owner\'s client')
+  for (let i = 0; i < 5; i++) t.equal((await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: `typo ${i}` } })).statusCode, 422)
+  assertThrottled(t, await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password } }), 900, 'the owner\'s client after 5 typos')
 })
 
 async function twoInstances (t: Test, redisUrl: string, throttle: ThrottleSettings): Promise<[FastifyInstance, FastifyInstance, User]> {
@@ -138,7 +155,7 @@ t.test('with REDIS_URL two instances share the count; the lockout ends and doubl
   const from = async (app: FastifyInstance, password: string) => await app.inject({ url: '/v0/', headers: basic(user.username, password), remoteAddress: freshAddress() })
   t.same([(await from(first, 'a')).statusCode, (await from(second, 'b')).statusCode, (await from(first, 'c')).statusCode], [401, 401, 401])
   assertThrottled(t, await from(second, user.password), 1, 'the other instance, right password')
-  assertThrottled(t, await first.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password } }), 1, 'a login on the first')
+  assertThrottled(t, await first.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password }, remoteAddress: freshAddress() }), 1, 'a login on the first')
   await new Promise((resolve) => setTimeout(resolve, 1100))
   t.same([(await from(second, 'd')).statusCode, (await from(first, 'e')).statusCode, (await from(second, 'f')).statusCode], [401, 401, 401], 'counted again after the lockout')
   const again = await from(first, user.password)
@@ -149,15 +166,15 @@ t.test('with REDIS_URL two instances share the count; the lockout ends and doubl
   // Bad tokens from one address, alternating instances, lock that address on both.
   const address = freshAddress()
   for (let i = 0; i < SMALL.addressFailures; i++) t.equal((await (i % 2 === 0 ? first : second).inject({ url: '/v0/', headers: bearer(`forged.token.${i}`), remoteAddress: address })).statusCode, 401)
-  assertThrottled(t, await second.inject({ url: '/v0/', headers: bearer(user.token), remoteAddress: address }), 1, 'a good token from the locked address')
-  t.equal((await second.inject({ url: '/v0/', headers: bearer(user.token), remoteAddress: freshAddress() })).statusCode, 200, 'from another address')
+  assertThrottled(t, await first.inject({ url: '/v0/', headers: bearer('forged.token.again'), remoteAddress: address }), 1, 'a bad token from the locked address')
+  t.equal((await second.inject({ url: '/v0/', headers: bearer(user.token), remoteAddress: address })).statusCode, 200, 'a good token from the locked address')
 })
 
 t.test('a Redis that cannot be reached: logins still work and are still counted (in memory)', async (t) => {
   const redisUrl = `redis://127.0.0.1:${await freePort()}`
   const { app } = await buildApi(t, { auth: { throttle: SMALL, redisUrl } })
   const user = await signUp(app)
-  for (let i = 0; i < SMALL.accountFailures; i++) t.equal((await app.inject({ url: '/v0/me', headers: basic(user.username, 'wrong') })).statusCode, 401)
-  assertThrottled(t, await app.inject({ url: '/v0/me', headers: basic(user.username, user.password) }), SMALL.lockoutSeconds, 'locked in memory')
+  for (let i = 0; i < SMALL.accountFailures; i++) t.equal((await app.inject({ url: '/v0/me', headers: basic(user.username, 'wrong'), remoteAddress: freshAddress() })).statusCode, 401)
+  assertThrottled(t, await app.inject({ url: '/v0/me', headers: basic(user.username, user.password), remoteAddress: freshAddress() }), SMALL.lockoutSeconds, 'locked in memory')
   t.equal((await app.inject({ url: '/v0/me', headers: bearer(user.token) })).statusCode, 200, 'a token names no account, and the address is below its limit')
 })

@@ -2,9 +2,10 @@ import { and, asc, eq } from 'drizzle-orm'
 import { type Executor, oauthApplications } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
+import { recordIdOr404 } from '../validation/record-id.js'
 import { revokeCredentials } from './credential-cache.js'
 import { randomSecret, safeEqual, sha256 } from './secrets.js'
-import { issueAccessToken, checkCredentials, type IssuedToken, type TokenSigner } from './tokens.js'
+import { issueAccessToken, passwordLogin, type IssuedToken, type TokenSigner } from './tokens.js'
 import type { CredentialGate } from './throttle.js'
 import type { Viewer } from './viewer.js'
 
@@ -60,7 +61,8 @@ export async function createApplication (db: Executor, viewer: Viewer, input: Ap
 }
 
 /** Applications are private to their owner: another user's id is simply not found. */
-export async function ownApplication (db: Executor, viewer: Viewer, id: number): Promise<ApplicationRow> {
+export async function ownApplication (db: Executor, viewer: Viewer, raw: string | number): Promise<ApplicationRow> {
+  const id = recordIdOr404('Application', raw)
   const [row] = await db.select().from(oauthApplications).where(and(eq(oauthApplications.id, id), eq(oauthApplications.ownerId, viewer.id))).limit(1)
   if (row === undefined) throw errors.notFound('Application', id)
   return row
@@ -71,9 +73,9 @@ export async function listApplications (db: Executor, viewer: Viewer) {
   return rows.map((row) => presentApplication(row, null))
 }
 
-export async function updateApplication (db: Executor, viewer: Viewer, id: number, input: ApplicationInput, now: Date) {
+export async function updateApplication (db: Executor, viewer: Viewer, raw: string | number, input: ApplicationInput, now: Date) {
   validate(input, false)
-  await ownApplication(db, viewer, id)
+  const { id } = await ownApplication(db, viewer, raw)
   const [row] = await db.update(oauthApplications).set({
     ...(input.name !== undefined ? { name: input.name.trim() } : {}),
     ...(input.redirect_uri !== undefined ? { redirectUri: input.redirect_uri === '' ? null : input.redirect_uri } : {}),
@@ -84,8 +86,8 @@ export async function updateApplication (db: Executor, viewer: Viewer, id: numbe
   return presentApplication(row, null)
 }
 
-export async function deleteApplication (db: Executor, viewer: Viewer, id: number): Promise<void> {
-  await ownApplication(db, viewer, id)
+export async function deleteApplication (db: Executor, viewer: Viewer, raw: string | number): Promise<void> {
+  const { id } = await ownApplication(db, viewer, raw)
   await db.delete(oauthApplications).where(eq(oauthApplications.id, id))
   // Its tokens went with it (on delete cascade): remembered ones must not outlive them.
   await revokeCredentials(db, viewer.id)
@@ -97,8 +99,8 @@ const oauthError = (status: number, code: string, message: string): ApiError =>
 
 /**
  * The token endpoint's password grant: client credentials, then the user's (RFC 6749 §4.3). Both
- * secrets pass the gate: a client secret counts for the address only (it names no account), the
- * user's password for the address and the username.
+ * pass the gate: the client secret as a secret the platform issued (a valid one always passes,
+ * wrong ones count for the address), the user's password as every password does.
  */
 export async function passwordGrant (db: Executor, signer: TokenSigner, gate: CredentialGate, input: {
   grantType: string | undefined,
@@ -108,17 +110,18 @@ export async function passwordGrant (db: Executor, signer: TokenSigner, gate: Cr
   password: string | undefined,
   ttlSeconds: number,
   now: Date
-}): Promise<IssuedToken> {
+}): Promise<IssuedToken & { userId: number, deviceCookie: string }> {
   if (input.grantType !== 'password') throw oauthError(400, 'unsupported_grant_type', 'Only grant_type=password is supported')
   if (input.clientId === undefined || input.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'Client authentication failed')
   const { clientId, clientSecret, username, password } = input
-  const app = await gate.verify(undefined, async () => {
+  const app = await gate.verifyToken(async () => {
     const [row] = await db.select().from(oauthApplications).where(eq(oauthApplications.uid, clientId)).limit(1)
     return row !== undefined && safeEqual(row.secretHash, sha256(clientSecret)) ? row : null
   })
   if (app === null) throw oauthError(401, 'invalid_client', 'Client authentication failed')
   if (username === undefined || password === undefined) throw oauthError(400, 'invalid_request', 'username and password are required')
-  const viewer = await gate.verify(username, async () => await checkCredentials(db, username, password))
-  if (viewer === null) throw oauthError(400, 'invalid_grant', 'The resource owner credentials are invalid')
-  return await issueAccessToken(db, signer, { userId: viewer.id, applicationId: app.id, ttlSeconds: input.ttlSeconds, now: input.now })
+  const signedIn = await passwordLogin(db, gate, username, password)
+  if (signedIn === null) throw oauthError(400, 'invalid_grant', 'The resource owner credentials are invalid')
+  const issued = await issueAccessToken(db, signer, { userId: signedIn.account.id, applicationId: app.id, ttlSeconds: input.ttlSeconds, now: input.now })
+  return { ...issued, userId: signedIn.account.id, deviceCookie: signedIn.deviceCookie }
 }

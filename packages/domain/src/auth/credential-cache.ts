@@ -2,9 +2,9 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { and, eq, isNull, or, sql } from 'drizzle-orm'
 import { accessTokens, authGeneration, type ChangeSubscriber, type Db, type Executor, type Generations, notifyChange, trimOldest, users } from '@esp/db'
 import { GenerationBarrier, generations } from '../generations.js'
-import { sha256 } from './secrets.js'
+import { sha256, verifyPassword } from './secrets.js'
 import type { CredentialGate } from './throttle.js'
-import { checkCredentials, type TokenSigner } from './tokens.js'
+import { findLogin, type LoginRow, type TokenSigner } from './tokens.js'
 import type { Viewer } from './viewer.js'
 
 /**
@@ -41,7 +41,7 @@ export async function revokeCredentials (tx: Pick<Executor, 'update' | 'execute'
   await notifyChange(tx, AUTH_TOPIC, { userId })
 }
 
-interface Entry { viewer: Viewer, generation: number, expiresAtMs: number }
+interface Entry { viewer: Viewer, generation: number, expiresAtMs: number, passwordHash: string | null }
 
 export interface CredentialCacheOptions {
   /** how long a verified credential is remembered at most */
@@ -65,22 +65,32 @@ export class CredentialCache {
 
   /** The viewer remembered under `key`, when it was verified under `generation` and is still fresh. */
   get (key: string, generation: number, nowMs: number): Viewer | undefined {
+    return this.entry(key, generation, nowMs)?.viewer
+  }
+
+  /** The account of remembered Basic credentials, for the password gate (it binds device cookies to the hash). */
+  login (key: string, generation: number, nowMs: number): LoginRow | undefined {
+    const entry = this.entry(key, generation, nowMs)
+    return entry === undefined ? undefined : { id: entry.viewer.id, passwordHash: entry.passwordHash, viewer: entry.viewer }
+  }
+
+  /** Remembers a credential verified under `generation` (read before the check), until `expiresAtMs` at the latest. */
+  set (key: string, viewer: Viewer, generation: number, nowMs: number, expiresAtMs = Infinity, passwordHash: string | null = null): void {
+    this.entries.delete(key)
+    // An expiry that cannot be read is not remembered: NaN would never compare as past.
+    if (Number.isNaN(expiresAtMs)) return
+    this.entries.set(key, { viewer, generation, expiresAtMs: Math.min(expiresAtMs, nowMs + this.options.ttlMs), passwordHash })
+    trimOldest(this.entries, this.options.maxEntries)
+  }
+
+  private entry (key: string, generation: number, nowMs: number): Entry | undefined {
     const entry = this.entries.get(key)
     if (entry === undefined) return undefined
     this.entries.delete(key)
     if (entry.generation !== generation || entry.expiresAtMs <= nowMs) return undefined
     // Re-inserted: a Map keeps insertion order, so the first key is the least recently used.
     this.entries.set(key, entry)
-    return entry.viewer
-  }
-
-  /** Remembers a credential verified under `generation` (read before the check), until `expiresAtMs` at the latest. */
-  set (key: string, viewer: Viewer, generation: number, nowMs: number, expiresAtMs = Infinity): void {
-    this.entries.delete(key)
-    // An expiry that cannot be read is not remembered: NaN would never compare as past.
-    if (Number.isNaN(expiresAtMs)) return
-    this.entries.set(key, { viewer, generation, expiresAtMs: Math.min(expiresAtMs, nowMs + this.options.ttlMs) })
-    trimOldest(this.entries, this.options.maxEntries)
+    return entry
   }
 
   /** A user's credentials changed (a change notification): forget them now rather than at the next check. */
@@ -108,8 +118,9 @@ export interface AuthenticatorDeps {
 
 /**
  * Bearer tokens and Basic credentials, remembered as described at the top of this file. Each check
- * runs inside the caller's throttle gate, hits included: a locked-out address is refused before
- * anything is looked at, and a failure is counted every time.
+ * runs through the caller's throttle gate, hits included, and every failure is counted: a token
+ * is checked first and a valid one always passes; a Basic password follows the rules for
+ * passwords, so a remembered pair is refused to a stranger while its account is locked.
  */
 export class Authenticator {
   readonly cache: CredentialCache
@@ -140,19 +151,26 @@ export class Authenticator {
     })
   }
 
-  /** The user whose login and password these are, or null; the same pair costs one argon2 hash per generation and TTL. */
+  /**
+   * The user whose login and password these are, or null; the same pair costs one argon2 hash per
+   * generation and TTL, and no query. A password like any other: the gate's rules for accounts apply.
+   */
   async basic (gate: CredentialGate, login: string | undefined, password: string): Promise<Viewer | null> {
-    return await gate.verify(login, async () => {
-      if (login === undefined) return null
-      const key = this.cache.basicKey(login, password)
-      const generation = (await this.barrier.current()).auth
-      const nowMs = this.deps.now().getTime()
-      const known = this.cache.get(key, generation, nowMs)
-      if (known !== undefined) return known
-      const viewer = await checkCredentials(this.deps.db, login, password)
-      if (viewer !== null) this.cache.set(key, viewer, generation, nowMs)
-      return viewer
-    })
+    // No login at all is no password check: a failure of the address, at no hash's cost.
+    if (login === undefined) return await gate.verify(undefined, async () => null)
+    const key = this.cache.basicKey(login, password)
+    const nowMs = this.deps.now().getTime()
+    let generation = 0
+    let remembered = false
+    const signedIn = await gate.password(login, async () => {
+      generation = (await this.barrier.current()).auth
+      const known = this.cache.login(key, generation, nowMs)
+      remembered = known !== undefined
+      return known ?? await findLogin(this.deps.db, login)
+    }, async (account) => remembered && account !== undefined ? true : await verifyPassword(account?.passwordHash, password))
+    if (signedIn === null) return null
+    if (!remembered) this.cache.set(key, signedIn.account.viewer, generation, nowMs, Infinity, signedIn.account.passwordHash)
+    return signedIn.account.viewer
   }
 
   /** For the change feed: a user's credentials changed, or (reset) notifications may have been missed. */

@@ -17,15 +17,18 @@ const empty = (): Entry => ({ failures: 0, failuresUntil: 0, pending: 0, pending
  * The counts of one process (no REDIS_URL), with the mechanics of the Redis store. Bounded: an
  * entry lives only as long as its latest expiry, expired ones are swept as writes go by, and past
  * `maxEntries` the least recently touched go first, so a flood of distinct addresses or names
- * costs at most `maxEntries` entries (about 100 bytes each).
+ * costs at most `maxEntries` entries (about 100 bytes each). Remembered keys (known addresses)
+ * are bounded the same way, apart, so a flood of failures cannot push them out.
  */
 export class MemoryThrottleStore implements ThrottleStore {
   private readonly entries = new Map<string, Entry>()
+  /** remembered keys (addresses accounts signed in from) and when they are forgotten, least recently remembered first */
+  private readonly marks = new Map<string, number>()
   private writes = 0
 
   constructor (private readonly now: () => number, private readonly maxEntries = 100_000) {}
 
-  get size (): number { return this.entries.size }
+  get size (): number { return this.entries.size + this.marks.size }
 
   async admit (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean): Promise<Admission> {
     return this.admitNow(keys, policy, reserve, this.now())
@@ -53,6 +56,20 @@ export class MemoryThrottleStore implements ThrottleStore {
       }
       this.write(key, entry, now)
     }
+  }
+
+  async remember (key: string, ttlMs: number): Promise<void> {
+    this.marks.delete(key)
+    this.marks.set(key, this.now() + ttlMs)
+    trimOldest(this.marks, this.maxEntries)
+  }
+
+  async remembers (key: string): Promise<boolean> {
+    const until = this.marks.get(key)
+    if (until === undefined) return false
+    if (until > this.now()) return true
+    this.marks.delete(key)
+    return false
   }
 
   private admitNow (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean, now: number): Admission {

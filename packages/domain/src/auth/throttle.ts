@@ -1,27 +1,43 @@
+import { randomBytes } from 'node:crypto'
 import { isIPv6 } from 'node:net'
 import { trimOldest } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
+import { DeviceCookies, type LoginAccount } from './device-trust.js'
 import { sha256 } from './secrets.js'
 
 /**
- * Failed credential checks, counted per address and per account (issue 19). One rule for every
- * path that verifies a secret: passwords (sessions, Basic, the OAuth password grant), bearer tokens,
- * OAuth client secrets, password-reset codes, MQTT credentials and device tokens (guessed by
- * publishing under them: `deviceTokenFailure`).
+ * Failed credential checks (issues 19 and 34). One rule for every path that verifies a secret,
+ * in three kinds:
  *
- * - A check is admitted only while its keys are not locked and `failures + checks in flight` is
- *   below the key's limit, so parallel guesses cannot overshoot it. A refusal happens before the
- *   secret is looked at: a locked-out caller is refused even with the right password.
- * - Bearer tokens are the exception to the in-flight count: they are signed and cannot be guessed,
- *   and they ride on every API request, where a client's parallel requests must not be refused.
- *   A bad one still counts, and a locked address is still refused before the token is read.
- * - The limit-th failure within the window locks the key; each further lockout doubles, up to the
- *   maximum. The back-off level is forgotten once the key stays quiet for the maximum lockout.
- * - A success forgets an account's failures (its owner proved who they are), never an address's:
- *   an attacker spraying many accounts, one of them their own, keeps their count.
+ * - A person's password (`password`: sessions, Basic, the OAuth password grant). One account,
+ *   one counter: the login is resolved first and the failures count against the account, whether
+ *   it was named by username or by e-mail. The owner is told apart from strangers as OWASP's
+ *   device-cookie pattern does: a client holding a valid device cookie of the account
+ *   (device-trust.ts), or calling from an address the account signed in from (for clients that
+ *   keep no cookies), counts its failures under that cookie or address only, with its own small
+ *   limit; everyone else counts against the address, the identifier typed and the account. So an
+ *   attacker can lock the account for strangers only, and the owner still signs in, while the
+ *   guesses at one account stay bounded: the account's limit for all strangers together, plus a
+ *   trusted client's limit for each client that already signed in. An unknown login counts as
+ *   an account of its own, and a stranger naming a locked account by an identifier that has not
+ *   reached the limit itself gets a wrong-password answer (at a check's cost) rather than 429:
+ *   no answer tells whether an account exists or which identifiers belong to it.
+ * - A secret the platform issued (`verifyToken`: access tokens, reset codes, OAuth client
+ *   secrets): too long to guess, so it is checked first (cheaply, by hash) and a valid
+ *   one always passes; only failures count, per address, and a locked address gets 429 for its
+ *   failures only. Someone else's stale tokens behind the same NAT never refuse a valid one.
+ * - Any other secret (`verify`: MQTT forwarding credentials, the metrics token): refused while its
+ *   address or name is locked, before it is looked at, and counted.
+ *
+ * Mechanics, the same in both stores: a check is admitted only while its keys are not locked and
+ * `failures + checks in flight` is below each key's limit, so parallel guesses cannot overshoot;
+ * the limit-th failure within the window locks the key, each further lockout twice as long up to
+ * the maximum; the back-off level is forgotten once the key stays quiet for the maximum lockout.
+ * A success forgets an account's failures (its owner proved who they are), never an address's:
+ * an attacker spraying many accounts, one of them their own, keeps their count.
  */
 export interface ThrottleSettings {
-  /** failures per account (the username or e-mail tried) within the window */
+  /** failures per account (of strangers: clients with no device cookie of it, from addresses it never signed in from) within the window */
   accountFailures: number
   /** failures per client address within the window */
   addressFailures: number
@@ -29,14 +45,20 @@ export interface ThrottleSettings {
   /** the first lockout; each further one doubles */
   lockoutSeconds: number
   maxLockoutSeconds: number
+  /** failures of one trusted client of an account (its device cookie, or an address it signed in from) within the window */
+  deviceFailures?: number
+  /** how long a device cookie, and an address an account signed in from, are trusted */
+  trustSeconds?: number
 }
 
-export const DEFAULT_THROTTLE: ThrottleSettings = {
+export const DEFAULT_THROTTLE: Required<ThrottleSettings> = {
   accountFailures: 10,
   addressFailures: 30,
   windowSeconds: 900,
   lockoutSeconds: 900,
-  maxLockoutSeconds: 21_600
+  maxLockoutSeconds: 21_600,
+  deviceFailures: 5,
+  trustSeconds: 7_776_000
 }
 
 /** One counted key with its limit; `resetOnSuccess` for accounts, not for addresses. */
@@ -64,6 +86,10 @@ export interface ThrottleStore {
   admit: (keys: readonly ThrottleKey[], policy: ThrottlePolicy, reserve: boolean) => Promise<Admission>
   /** ends a check: a failure counts (and may lock), a success resets the keys that allow it, a release (the check itself broke) only ends it */
   settle: (keys: readonly ThrottleKey[], policy: ThrottlePolicy, outcome: Outcome, reserved: boolean) => Promise<void>
+  /** marks `key` for `ttlMs` (an address an account signed in from) */
+  remember: (key: string, ttlMs: number) => Promise<void>
+  /** whether `key` is marked */
+  remembers: (key: string) => Promise<boolean>
 }
 
 export function throttlePolicy (settings: ThrottleSettings): ThrottlePolicy {
@@ -76,49 +102,130 @@ export function throttlePolicy (settings: ThrottleSettings): ThrottlePolicy {
   return { windowMs: settings.windowSeconds * 1000, lockoutsMs, maxLockoutMs, pendingMs: 60_000 }
 }
 
-/** A verification that may be refused first: `check` resolves to the proven thing, or null when the secret is wrong. */
+/** A password check that passed: the account, and a fresh device cookie for the client. */
+export interface SignedIn<A extends LoginAccount> { account: A, deviceCookie: string }
+
+/** The checks of one caller: each resolves to the proven thing, or null when the secret is wrong. */
 export interface CredentialGate {
+  /** a secret that is no person's password and that the platform did not issue (MQTT forwarding credentials, the metrics token) */
   verify: <T>(account: string | undefined, check: () => Promise<T | null>) => Promise<T | null>
-  /** a bearer token: no account, no count of checks in flight (see above) */
+  /** a secret the platform issued: a valid one always passes */
   verifyToken: <T>(check: () => Promise<T | null>) => Promise<T | null>
+  /**
+   * A person's password for the account `login` names: `find` resolves the login (undefined when
+   * no account has it), `check` tells whether the password is the account's and, for undefined,
+   * must cost what a real check costs and say false.
+   */
+  password: <A extends LoginAccount>(login: string, find: () => Promise<A | undefined>, check: (account: A | undefined) => Promise<boolean>) => Promise<SignedIn<A> | null>
+}
+
+/** The device cookie a client sent for an account, if any. */
+export type DeviceCookieOf = (userId: number) => string | undefined
+
+export interface AuthThrottleOptions {
+  /** signs device cookies and keys the identifiers typed; replicas must share it (derived from JWT_SECRET) */
+  secret?: string | Buffer
+  now?: () => number
 }
 
 export class AuthThrottle {
   readonly policy: ThrottlePolicy
-  private readonly settings: ThrottleSettings
+  readonly deviceCookies: DeviceCookies
+  private readonly settings: Required<ThrottleSettings>
 
-  constructor (private readonly store: ThrottleStore, settings: ThrottleSettings, private readonly onRefused: (reason: 'locked' | 'busy') => void = () => {}) {
-    this.settings = settings
+  constructor (private readonly store: ThrottleStore, settings: ThrottleSettings, private readonly onRefused: (reason: 'locked' | 'busy') => void = () => {}, options: AuthThrottleOptions = {}) {
+    this.settings = { ...DEFAULT_THROTTLE, ...settings }
     this.policy = throttlePolicy(settings)
+    // Without a shared secret (a process alone, counting in memory) a secret of its own will do.
+    this.deviceCookies = new DeviceCookies(options.secret ?? randomBytes(32), options.now ?? Date.now, this.settings.trustSeconds)
   }
 
-  /** The checks of one caller (its client address). */
-  gate (address: string): CredentialGate {
+  /** The checks of one caller (its client address, and the device cookies it sent). */
+  gate (address: string, deviceCookie: DeviceCookieOf = () => undefined): CredentialGate {
     return {
       verify: async (account, check) => await this.verify(address, account, check),
-      verifyToken: async (check) => await this.verify(address, undefined, check, false)
+      verifyToken: async (check) => await this.verifyToken(address, check),
+      password: async (login, find, check) => await this.password(address, login, find, check, deviceCookie)
     }
   }
 
   /** Runs `check` unless the caller is refused (ApiError 429 with Retry-After), and counts its outcome. */
-  async verify<T> (address: string, account: string | undefined, check: () => Promise<T | null>, reserve = true): Promise<T | null> {
+  async verify<T> (address: string, account: string | undefined, check: () => Promise<T | null>): Promise<T | null> {
     const keys = this.keysOf(address, account)
-    const admission = await this.store.admit(keys, this.policy, reserve)
-    if (!admission.ok) {
-      this.onRefused(admission.reason)
-      throw errors.tooManyRequests(Math.max(1, Math.ceil(admission.retryAfterMs / 1000)))
+    await this.admit(keys, true)
+    return await this.run(keys, check)
+  }
+
+  /**
+   * A platform-issued secret: checked first, so a valid one passes whatever else came from its
+   * address; a wrong one counts for the address (on a key of its own: stale tokens do not lock
+   * the sign-ins behind a NAT) and, once the address is locked, is answered 429.
+   */
+  async verifyToken<T> (address: string, check: () => Promise<T | null>): Promise<T | null> {
+    const result = await check()
+    if (result !== null) return result
+    const keys: ThrottleKey[] = [{ key: `secret:${addressKey(address)}`, limit: this.settings.addressFailures, resetOnSuccess: false }]
+    await this.admit(keys, false)
+    await this.store.settle(keys, this.policy, 'failure', false)
+    return null
+  }
+
+  /** A person's password (see the top of this file); throws 429 when the caller is refused. */
+  async password<A extends LoginAccount> (address: string, login: string, find: () => Promise<A | undefined>, check: (account: A | undefined) => Promise<boolean>, deviceCookie: DeviceCookieOf = () => undefined): Promise<SignedIn<A> | null> {
+    const account = await find()
+    const typed = this.deviceCookies.keyed(normaliseAccount(login))
+    // An unknown login is an account of its own, keyed by what was typed: every step below is
+    // the same whether or not the account exists, and so are the answers.
+    const accountKey = account === undefined ? `user:?${typed}` : `user:${account.id}`
+    const knownKey = `${accountKey}@${addressKey(address)}`
+    const nonce = account === undefined ? undefined : this.deviceCookies.verify(deviceCookie(account.id), account)
+    const known = nonce === undefined && await this.store.remembers(knownKey)
+    let ok: boolean
+    if (nonce !== undefined || known) {
+      // The owner's browser or address: its own count, its own lockout; strangers' do not apply.
+      const keys: ThrottleKey[] = [{ key: nonce !== undefined ? `device:${accountKey}:${nonce}` : `device:${knownKey}`, limit: this.settings.deviceFailures, resetOnSuccess: true }]
+      await this.admit(keys, true)
+      ok = await this.run(keys, async () => await check(account) ? true : null) !== null
+    } else {
+      const stranger: ThrottleKey[] = [
+        { key: `addr:${addressKey(address)}`, limit: this.settings.addressFailures, resetOnSuccess: false },
+        { key: `login:${typed}`, limit: this.settings.accountFailures, resetOnSuccess: true }
+      ]
+      await this.admit(stranger, true)
+      const accountKeys: ThrottleKey[] = [{ key: accountKey, limit: this.settings.accountFailures, resetOnSuccess: true }]
+      let admission: Admission
+      try {
+        admission = await this.store.admit(accountKeys, this.policy, true)
+      } catch (err) {
+        await this.store.settle(stranger, this.policy, 'release', true)
+        throw err
+      }
+      if (!admission.ok) {
+        // Locked through another identifier of the account: answered as a wrong password, at a
+        // check's cost, and counted under what was typed, as for a login no account has. A 429
+        // here would tell that the two identifiers are one account (an e-mail's owner).
+        this.onRefused('locked')
+        await this.run(stranger, async () => await check(undefined) ? true : null)
+        return null
+      }
+      ok = await this.run([...stranger, ...accountKeys], async () => await check(account) ? true : null) !== null
     }
-    let result: T | null
-    try {
-      result = await check()
-    } catch (err) {
-      if (reserve) await this.store.settle(keys, this.policy, 'release', reserve)
-      throw err
-    }
-    const outcome = result === null ? 'failure' : 'success'
-    // Unreserved, a success on keys that keep their count changes nothing: no second round trip.
-    if (reserve || outcome === 'failure' || keys.some((k) => k.resetOnSuccess)) await this.store.settle(keys, this.policy, outcome, reserve)
-    return result
+    if (!ok || account === undefined) return null
+    if (!known) await this.store.remember(knownKey, this.settings.trustSeconds * 1000)
+    return { account, deviceCookie: this.deviceCookies.issue(account) }
+  }
+
+  /**
+   * The owner proved who they are another way (a reset code from their mailbox): the account's
+   * lockout for strangers ends, the address becomes known, and the client gets a device cookie.
+   */
+  async proven (address: string, account: LoginAccount & { username: string, email: string }): Promise<string> {
+    const keys: ThrottleKey[] = [account.username, account.email].map((login) =>
+      ({ key: `login:${this.deviceCookies.keyed(normaliseAccount(login))}`, limit: this.settings.accountFailures, resetOnSuccess: true }))
+    keys.push({ key: `user:${account.id}`, limit: this.settings.accountFailures, resetOnSuccess: true })
+    await this.store.settle(keys, this.policy, 'success', false)
+    await this.store.remember(`user:${account.id}@${addressKey(address)}`, this.settings.trustSeconds * 1000)
+    return this.deviceCookies.issue(account)
   }
 
   /**
@@ -142,6 +249,27 @@ export class AuthThrottle {
     // Hashed: fixed size whatever was posted, and no e-mail addresses in Redis.
     if (name !== '') keys.push({ key: `acct:${sha256(name).slice(0, 32)}`, limit: this.settings.accountFailures, resetOnSuccess: true })
     return keys
+  }
+
+  /** Refuses (ApiError 429 with Retry-After) when a key is locked or, reserving, full. */
+  private async admit (keys: readonly ThrottleKey[], reserve: boolean): Promise<void> {
+    const admission = await this.store.admit(keys, this.policy, reserve)
+    if (admission.ok) return
+    this.onRefused(admission.reason)
+    throw errors.tooManyRequests(Math.max(1, Math.ceil(admission.retryAfterMs / 1000)))
+  }
+
+  /** Runs an admitted (reserved) check and settles its keys with the outcome. */
+  private async run<T> (keys: readonly ThrottleKey[], check: () => Promise<T | null>): Promise<T | null> {
+    let result: T | null
+    try {
+      result = await check()
+    } catch (err) {
+      await this.store.settle(keys, this.policy, 'release', true)
+      throw err
+    }
+    await this.store.settle(keys, this.policy, result === null ? 'failure' : 'success', true)
+    return result
   }
 }
 

@@ -4,7 +4,8 @@ import { accessTokens, type Executor, users } from '@esp/db'
 import { errors } from '../errors.js'
 import { revokeCredentials } from './credential-cache.js'
 import { sha256, verifyPassword } from './secrets.js'
-import type { CredentialGate } from './throttle.js'
+import type { LoginAccount } from './device-trust.js'
+import type { CredentialGate, SignedIn } from './throttle.js'
 import type { Viewer } from './viewer.js'
 
 /** Signs and checks access tokens (JWT through @fastify/jwt in the HTTP layer). */
@@ -27,24 +28,31 @@ export async function issueAccessToken (db: Executor, signer: TokenSigner, optio
   return { token, expiresAt, expiresIn: options.ttlSeconds }
 }
 
-/** A user found by username or e-mail (case-insensitive) whose password matches, or null. */
-export async function checkCredentials (db: Executor, login: string, password: string): Promise<Viewer | null> {
+/** An active account a login (username or e-mail, case-insensitive) names, with what a password check needs. */
+export interface LoginRow extends LoginAccount { viewer: Viewer }
+
+export async function findLogin (db: Executor, login: string): Promise<LoginRow | undefined> {
   const [row] = await db.select({ id: users.id, username: users.username, role: users.role, passwordHash: users.passwordHash })
     .from(users)
     .where(and(isNull(users.archivedAt), or(sql`lower(${users.username}) = lower(${login})`, sql`lower(${users.email}) = lower(${login})`)))
     .limit(1)
-  const ok = await verifyPassword(row?.passwordHash, password)
-  return ok && row !== undefined ? { id: row.id, username: row.username, role: row.role } : null
+  return row === undefined ? undefined : { id: row.id, passwordHash: row.passwordHash, viewer: { id: row.id, username: row.username, role: row.role } }
+}
+
+/** A password check of `login` through the gate: the account once, its password checked unless the gate refuses. */
+export async function passwordLogin (db: Executor, gate: CredentialGate, login: string, password: string): Promise<SignedIn<LoginRow> | null> {
+  return await gate.password(login, async () => await findLogin(db, login), async (account) => await verifyPassword(account?.passwordHash, password))
 }
 
 /**
  * POST /sessions: the same answer for an unknown login and a wrong password, so it reveals no
  * account. The gate counts the attempt and refuses a locked-out caller before the password is read.
  */
-export async function login (db: Executor, signer: TokenSigner, gate: CredentialGate, input: { login: string, password: string, ttlSeconds: number, now: Date, applicationId?: number | null }): Promise<IssuedToken & { viewer: Viewer }> {
-  const viewer = await gate.verify(input.login, async () => await checkCredentials(db, input.login, input.password))
-  if (viewer === null) throw errors.invalidCredentials()
-  return { ...(await issueAccessToken(db, signer, { userId: viewer.id, applicationId: input.applicationId ?? null, ttlSeconds: input.ttlSeconds, now: input.now })), viewer }
+export async function login (db: Executor, signer: TokenSigner, gate: CredentialGate, input: { login: string, password: string, ttlSeconds: number, now: Date, applicationId?: number | null }): Promise<IssuedToken & { viewer: Viewer, deviceCookie: string }> {
+  const signedIn = await passwordLogin(db, gate, input.login, input.password)
+  if (signedIn === null) throw errors.invalidCredentials()
+  const viewer = signedIn.account.viewer
+  return { ...(await issueAccessToken(db, signer, { userId: viewer.id, applicationId: input.applicationId ?? null, ttlSeconds: input.ttlSeconds, now: input.now })), viewer, deviceCookie: signedIn.deviceCookie }
 }
 
 export async function revokeToken (db: Executor, token: string, now: Date): Promise<void> {

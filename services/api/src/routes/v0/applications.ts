@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { applications, OkMessage } from '@esp/domain'
-import { errorResponses, requireViewer, SIGNED_IN } from '@esp/http'
+import { credentialGate, errorResponses, recordIdParam, requireViewer, setDeviceCookie, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { mergedParams } from './params.js'
 
@@ -17,7 +17,7 @@ const Application = Type.Object({
   updated_at: Type.String()
 })
 const ApplicationBody = Type.Object({ name: Type.Optional(Type.String()), redirect_uri: Type.Optional(Nullable(Type.String())), scopes: Type.Optional(Type.String()) })
-const Id = Type.Object({ id: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'application id' }) })
+const Id = Type.Object({ id: recordIdParam('application', 20) })
 const TokenResponse = Type.Object({ access_token: Type.String(), token_type: Type.Literal('Bearer'), expires_in: Type.Integer(), created_at: Type.Integer() })
 
 /** RFC 6749 §2.3.1 form-encodes Basic client credentials; a malformed escape is just a wrong secret. */
@@ -97,7 +97,7 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
       }
     }
     const now = ctx.clock()
-    const issued = await applications.passwordGrant(db, app.tokenSigner, app.authThrottle.gate(request.ip), {
+    const issued = await applications.passwordGrant(db, app.tokenSigner, credentialGate(request), {
       grantType: params.grant_type,
       clientId,
       clientSecret,
@@ -107,6 +107,7 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
       now
     })
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+    setDeviceCookie(request, reply, issued.userId, issued.deviceCookie)
     return { access_token: issued.token, token_type: 'Bearer' as const, expires_in: issued.expiresIn, created_at: Math.floor(now.getTime() / 1000) }
   })
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { completePasswordReset, errors, nullWhenNotFound, OkMessage, presentUser, requestPasswordReset, RESET_MESSAGE, userForResetToken } from '@esp/domain'
-import { baseUrl, errorResponses } from '@esp/http'
+import { baseUrl, credentialGate, errorResponses, setDeviceCookie } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 import { mergedParams } from './params.js'
 
@@ -35,8 +35,8 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
       url: '/password_resets/:token',
       schema: { tags, summary: 'Steps 2 and 3: the user a valid reset code belongs to', operationId: method === 'GET' ? 'getPasswordReset' : 'showPasswordReset', params: Token, response: { 200: Type.Ref('User'), ...errorResponses(404, 429) } },
       handler: async (request) => {
-        // A wrong code is a failed credential check: codes cannot be guessed faster than the limit.
-        const user = await app.authThrottle.gate(request.ip).verify(undefined, async () =>
+        // A wrong code is a failed credential check of the address; a valid one always passes.
+        const user = await credentialGate(request).verifyToken(async () =>
           await nullWhenNotFound(async () => await userForResetToken(ctx.database.db, request.params.token, ctx.clock())))
         if (user === null) throw unknownCode()
         return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
@@ -56,10 +56,14 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
         body: Type.Optional(Type.Object({ password: Type.Optional(Type.String()) })),
         response: { 200: Type.Ref('User'), ...errorResponses(400, 404, 422, 429) }
       },
-      handler: async (request) => {
-        const user = await app.authThrottle.gate(request.ip).verify(undefined, async () =>
-          await nullWhenNotFound(async () => await completePasswordReset(ctx.database, request.params.token, mergedParams(request).password, ctx.clock())))
-        if (user === null) throw unknownCode()
+      handler: async (request, reply) => {
+        // The code first, by its hash: a wrong one costs no password hash, and is counted.
+        const pending = await credentialGate(request).verifyToken(async () =>
+          await nullWhenNotFound(async () => await userForResetToken(ctx.database.db, request.params.token, ctx.clock())))
+        if (pending === null) throw unknownCode()
+        const user = await completePasswordReset(ctx.database, request.params.token, mergedParams(request).password, ctx.clock())
+        // The mailbox proved the owner: strangers' lockout of the account ends, this client is trusted.
+        setDeviceCookie(request, reply, user.id, await app.authThrottle.proven(request.ip, user))
         return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
       }
     })
