@@ -1,6 +1,6 @@
 import { freePort } from '@esp/db'
 import { startProcess, type Started } from '../helpers/process.js'
-import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
+import { authBalancer, brokerAuthSecret, startRabbitCluster } from '../helpers/rabbitmq.js'
 import { benchKits, publishAll, run, type Run, storedOf, valuesOf } from './mqtt.js'
 import type { BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'
@@ -42,14 +42,18 @@ export async function benchCluster (p: BenchPlatform, quick: boolean): Promise<C
   const scope = { teardown: (fn: () => unknown) => { stops.push(fn) } }
   try {
     const ports = [await freePort(), await freePort()]
-    const authUrl = await authBalancer(scope, () => ports.map((port) => `http://127.0.0.1:${port}`))
+    const authPorts = [await freePort(), await freePort()]
+    const secret = brokerAuthSecret()
+    const authUrl = await authBalancer(scope, () => authPorts.map((port) => `http://127.0.0.1:${port}`), secret)
     progress('cluster: starting three RabbitMQ nodes and two ingest instances')
     const cluster = await startRabbitCluster(scope, { authUrl })
     const amqpUrls = cluster.nodes.map((n) => n.amqpUrl)
     const instances: Started[] = ports.map((port, i) => startProcess(scope, 'services/ingest/src/main.ts', {
       PORT: String(port),
       DATABASE_URL: p.database.url,
-      BROKER_AMQP_URLS: [...amqpUrls.slice(i), ...amqpUrls.slice(0, i)].join(',')
+      BROKER_AMQP_URLS: [...amqpUrls.slice(i), ...amqpUrls.slice(0, i)].join(','),
+      BROKER_AUTH_PORT: String(authPorts[i] ?? 0),
+      BROKER_AUTH_SECRET: secret
     }))
     for (const instance of instances) await instance.waitFor(/MQTT\s+broker cluster/, 60_000)
     const clusterKits = await kitsFor()

@@ -4,7 +4,7 @@ import { sample } from '../helpers/metrics.js'
 import { startPgCluster } from '../helpers/pg-cluster.js'
 import { collect, connectMqtt, pacedKit, subscribeGranted, until } from '../helpers/mqtt.js'
 import { startProcess, type Started } from '../helpers/process.js'
-import { authBalancer, startRabbitCluster } from '../helpers/rabbitmq.js'
+import { authBalancer, brokerAuthSecret, startRabbitCluster } from '../helpers/rabbitmq.js'
 
 /**
  * Issue 24: a three-node RabbitMQ cluster in front of two ingest instances. Kits publish at QoS 1
@@ -39,8 +39,11 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
     select ${owner?.id ?? 0}, 'kit ' || token, token, 'never_published' from unnest(${tokens}::text[]) as token`
 
   const ingestPorts = [await freePort(), await freePort()]
+  // The auth backend listens apart from the public port, and answers only with the secret.
+  const authPorts = [await freePort(), await freePort()]
+  const secret = brokerAuthSecret()
   const alive = new Set([0, 1])
-  const authUrl = await authBalancer(t, () => [...alive].map((i) => `http://127.0.0.1:${ingestPorts[i] ?? 0}`))
+  const authUrl = await authBalancer(t, () => [...alive].map((i) => `http://127.0.0.1:${authPorts[i] ?? 0}`), secret)
   const cluster = await startRabbitCluster(t, { authUrl })
   const amqpUrls = cluster.nodes.map((n) => n.amqpUrl)
   const instances: Started[] = ingestPorts.map((port, i) => startProcess(t, 'services/ingest/src/main.ts', {
@@ -48,7 +51,9 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
     DATABASE_URL: server.url,
     // Each instance starts on a different node.
     BROKER_AMQP_URLS: [...amqpUrls.slice(i), ...amqpUrls.slice(0, i)].join(','),
-    BROKER_PREFETCH: '200'
+    BROKER_PREFETCH: '200',
+    BROKER_AUTH_PORT: String(authPorts[i] ?? 0),
+    BROKER_AUTH_SECRET: secret
   }))
   for (const instance of instances) await instance.waitFor(/MQTT\s+broker cluster/, 60_000)
 
@@ -57,6 +62,18 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
   t.teardown(async () => { await Promise.all(kits.map(async (k) => await k.client.endAsync(true))) })
   const stored = async (): Promise<number> => Number((await database.sql`select count(*)::int as n from readings`)[0]?.n)
   await until(async () => await stored() >= KITS * 20, 60_000, 'readings stored before the faults')
+
+  // Only the broker reaches the auth backend: the public port does not know it, its own port
+  // wants the secret.
+  const check = `/broker/auth/topic?username=device&vhost=%2F&resource=topic&name=amq.topic&permission=write&routing_key=device.sck.${tokens[0] ?? ''}.readings&variable_map.client_id=${tokens[0] ?? ''}`
+  for (const prefix of ['', '/v0']) {
+    const res = await fetch(`http://127.0.0.1:${ingestPorts[1] ?? 0}${prefix}${check}`)
+    const body = await res.json() as { id?: string }
+    t.same([res.status, body.id], [404, 'not_found'], `${prefix}/broker/auth/topic on the public port: 404, as any unknown route`)
+  }
+  t.equal((await fetch(`http://127.0.0.1:${authPorts[1] ?? 0}${check}`)).status, 401, 'its own port without the secret: 401')
+  const answered = await fetch(`http://127.0.0.1:${authPorts[1] ?? 0}${check}`, { headers: { authorization: `Basic ${Buffer.from(`broker:${secret}`).toString('base64')}` } })
+  t.same([answered.status, await answered.text()], [200, 'allow'], 'with it, the check is answered')
 
   // The edge: the broker asks ingest, and refuses before anything reaches the queue.
   const node = cluster.nodes[1]?.mqttUrl ?? ''

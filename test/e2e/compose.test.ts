@@ -19,7 +19,7 @@ const infra = path.join(repoRoot, 'infra')
 const composeFile = path.join(infra, 'compose.yaml')
 
 /** Secrets compose must refuse to start without (docs/deployment.md, "Docker and compose"). */
-const REQUIRED = ['POSTGRES_PASSWORD', 'JWT_SECRET', 'BROKER_USER', 'BROKER_PASSWORD', 'RABBITMQ_ERLANG_COOKIE', 'TLS_CERT_DIR']
+const REQUIRED = ['POSTGRES_PASSWORD', 'JWT_SECRET', 'BROKER_USER', 'BROKER_PASSWORD', 'BROKER_AUTH_SECRET', 'RABBITMQ_ERLANG_COOKIE', 'TLS_CERT_DIR']
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 type Env = Record<string, string>
@@ -42,6 +42,7 @@ const TEST_ENV: Env = {
   JWT_SECRET: 'test-jwt-secret-of-at-least-32-characters',
   BROKER_USER: 'esp-ingest',
   BROKER_PASSWORD: 'broker-test-password',
+  BROKER_AUTH_SECRET: 'broker-auth-test-secret-0123',
   RABBITMQ_ERLANG_COOKIE: 'test-erlang-cookie-0123456789',
   TLS_CERT_DIR: certDir
 }
@@ -329,9 +330,15 @@ t.test('no MQTT broker lets anonymous clients read device topics', async (t) => 
       t.equal(conf.get('auth_backends.1'), 'internal', `${name}: internal users first`)
       t.equal(conf.get('auth_backends.2'), 'http', `${name}: then ingest's HTTP backend`)
       t.equal(conf.get('auth_http.http_method'), 'get', `${name}: GET requests to it`)
+      // Ingest's port of its own for them, never its public 3000; with the secret as userinfo,
+      // which RabbitMQ sends as Basic credentials ($(...) is read from the node's environment).
       for (const kind of ['user', 'vhost', 'resource', 'topic']) {
-        t.equal(conf.get(`auth_http.${kind}_path`), `http://ingest:3000/broker/auth/${kind}`, `${name}: ${kind} decisions by ingest`)
+        t.equal(conf.get(`auth_http.${kind}_path`), `http://broker:$(BROKER_AUTH_SECRET)@ingest:3001/broker/auth/${kind}`, `${name}: ${kind} decisions by ingest's auth listener`)
       }
+      const ingest = envOf(compose.services.ingest ?? {})
+      t.equal(env.BROKER_AUTH_SECRET, TEST_ENV.BROKER_AUTH_SECRET, `${name}: the auth backend's secret, from BROKER_AUTH_SECRET`)
+      t.equal(ingest.BROKER_AUTH_SECRET, env.BROKER_AUTH_SECRET, `${name}: the one ingest asks for`)
+      t.same([ingest.BROKER_AUTH_PORT, ingest.PORT], ['3001', '3000'], `${name}: ingest serves it on 3001, apart from its public port`)
     }
   }
 })
@@ -358,6 +365,7 @@ t.test('only the proxy is published, with TLS, and never forwards ingest\'s brok
     }
   }
   const [stream = ''] = blocks(nginx, /stream/)
+  t.notMatch(nginx, /:3001\b/, "nothing is proxied to ingest's auth port")
   const upstreams = [...stream.matchAll(/server\s+([\w.-]+:\d+)/g)].map((m) => m[1])
   t.same(upstreams.sort(), ['rabbitmq-1:1883', 'rabbitmq-2:1883', 'rabbitmq-3:1883'], 'MQTT goes to the three RabbitMQ nodes, not to ingest')
   t.match(stream, /listen 8883 ssl;/, 'MQTT over TLS on 8883')

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { createServer, request as httpRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -35,7 +36,7 @@ export interface RabbitCluster {
 
 export interface RabbitClusterOptions {
   nodes?: number
-  /** where the HTTP auth backend's four paths live: `${authUrl}/user` and so on */
+  /** where the HTTP auth backend's four paths live: `${authUrl}/user` and so on (userinfo: the backend's secret) */
   authUrl: string
 }
 
@@ -176,15 +177,17 @@ export async function startRabbitCluster (t: Tap, options: RabbitClusterOptions)
 /**
  * A load balancer in front of the ingest instances' auth backend, as a deployment puts one (or
  * its replicas' service name) there: each request to the next instance, and to another when one
- * does not answer.
+ * does not answer. With `secret` (BROKER_AUTH_SECRET) the URL it returns carries it as userinfo,
+ * which RabbitMQ sends as Basic credentials, and the balancer passes them on.
  */
-export async function authBalancer (t: Tap, bases: () => string[]): Promise<string> {
+export async function authBalancer (t: Tap, bases: () => string[], secret?: string): Promise<string> {
   let next = 0
   const server = createServer((req, res) => {
     const targets = bases()
     const attempt = (left: number): void => {
       const base = targets[next++ % targets.length] ?? ''
-      const forward = httpRequest(`${base}${req.url ?? '/'}`, { method: 'GET', timeout: 5000 }, (answer) => {
+      const headers = req.headers.authorization === undefined ? {} : { authorization: req.headers.authorization }
+      const forward = httpRequest(`${base}${req.url ?? '/'}`, { method: 'GET', timeout: 5000, headers }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, { 'content-type': answer.headers['content-type'] ?? 'text/plain' })
         answer.pipe(res)
       })
@@ -195,5 +198,8 @@ export async function authBalancer (t: Tap, bases: () => string[]): Promise<stri
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(async () => { await new Promise((resolve) => server.close(resolve)) })
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/broker/auth`
+  return `http://${secret === undefined ? '' : `broker:${secret}@`}127.0.0.1:${(server.address() as AddressInfo).port}/broker/auth`
 }
+
+/** A BROKER_AUTH_SECRET for a test's cluster (URL-safe, as rabbitmq.conf's URLs need). */
+export const brokerAuthSecret = (): string => `test-${randomBytes(16).toString('hex')}`

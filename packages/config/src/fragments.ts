@@ -52,7 +52,12 @@ export const MqttConfig = Type.Object({
   BROKER_QUEUE: Type.String({ pattern: '^[A-Za-z0-9._-]{1,120}$', default: 'esp.ingest', description: 'letters, digits, dot, dash or underscore, at most 120' }),
   BROKER_PREFETCH: Type.Integer({ minimum: 1, maximum: 10000, default: 500, description: 'an integer from 1 to 10000' }),
   // The cluster's anonymous MQTT user (rabbitmq.conf mqtt.default_user): devices log in as it.
-  BROKER_DEVICE_USER: Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', default: 'device', description: 'letters, digits, dot, dash or underscore, at most 60' })
+  BROKER_DEVICE_USER: Type.String({ pattern: '^[A-Za-z0-9._-]{1,60}$', default: 'device', description: 'letters, digits, dot, dash or underscore, at most 60' }),
+  // The cluster's HTTP auth backend (issue 34): a listener of its own, never the public port;
+  // the secret goes into rabbitmq.conf's auth_http URLs as userinfo, so it must be URL-safe.
+  BROKER_AUTH_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'an interface address' }),
+  BROKER_AUTH_PORT: port(3001, 'the broker auth backend'),
+  BROKER_AUTH_SECRET: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._~-]{16,256}$', description: 'a URL-safe secret of 16 to 256 letters, digits, dot, underscore, tilde or dash' }))
 })
 
 export const LogConfig = Type.Object({

@@ -44,7 +44,9 @@ export const redactPaths = [
 ]
 
 /** Query parameters whose value is a credential, by their decoded name in lower case. */
-const SECRET_PARAMS = new Set(['access_token', 'bearer_token', 'refresh_token', 'password', 'new_password', 'token', 'device_token', 'client_secret', 'signature', 'key'])
+// A broker auth check's client id and routing key hold a device token (cluster-auth.ts).
+const SECRET_PARAMS = new Set(['access_token', 'bearer_token', 'refresh_token', 'password', 'new_password', 'token', 'device_token', 'client_secret', 'signature', 'key', 'download_key',
+  'client_id', 'variable_map.client_id', 'variable_map.username', 'routing_key'])
 // Every `name=value` of a query string (or of a URL inside a message). Names are matched after
 // decoding, as the query parser reads them: `access%5Ftoken=` is access_token to the platform, so
 // a pattern over the raw text would log the very token the request authenticated with.

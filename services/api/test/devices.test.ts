@@ -1,5 +1,6 @@
 import { gunzipSync } from 'node:zlib'
 import t from 'tap'
+import { DEVICE_TOKEN_NOT_SETTABLE, deviceService } from '@esp/domain'
 import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
 import { buildPlatform } from '../../../test/helpers/platform.js'
 
@@ -118,10 +119,14 @@ t.test('bad device bodies get 4xx naming the field, and nothing is written', asy
   const malformed = await app.inject({ method: 'POST', url: '/v0/devices', headers: { ...bearer(owner.token), 'content-type': 'application/json' }, payload: '{"name":' })
   t.equal(malformed.statusCode, 400)
   t.equal(await count(), before, 'nothing was written')
-  const first = await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(owner.token), payload: { name: 'a', device_token: 'abc123' } })
-  t.equal(first.statusCode, 201)
-  const clash = await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(owner.token), payload: { name: 'b', device_token: 'abc123' } })
-  t.same([clash.statusCode, clash.json().errors], [422, { device_token: ['has already been taken'] }])
+  // Tokens are the platform's: a chosen one is refused whatever it is, taken or free (issue 34).
+  const taken = await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(owner.token), payload: { name: 'a' } })
+  t.equal(taken.statusCode, 201)
+  for (const token of [taken.json().device_token as string, 'zz99zz']) {
+    const chosen = await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(owner.token), payload: { name: 'b', device_token: token } })
+    t.same([chosen.statusCode, chosen.json().errors], [422, { device_token: [DEVICE_TOKEN_NOT_SETTABLE] }], 'a chosen token is refused alike, taken or not')
+  }
+  t.equal((await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(owner.token), payload: { name: 'blank', device_token: '' } })).statusCode, 201, 'a blank one is ignored')
   for (const id of ['0', '99999999', 'abc', '1e3']) {
     t.equal((await app.inject({ url: `/v0/devices/${id}` })).statusCode, 404, `GET /devices/${id}`)
   }
@@ -277,4 +282,60 @@ t.test('world map: contract and client fields, ETag, compression, fresh after a 
   const shown = (await app.inject({ url: `/v0/devices/${device.id}` })).json()
   t.match(shown.data.sensors.find((s: { id: number }) => s.id === 14), { value: 21.5, raw_value: 21.5, prev_value: null })
   t.match(shown, { state: 'has_published', status: 'online' })
+})
+
+t.test('device tokens: made by the platform and never chosen; the owner or an admin issues a new one', async (t) => {
+  const harness = await buildApi(t)
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const other = await signUp(app)
+  const admin = await signUpAs(harness, 'admin')
+  const create = async (token: string, body: object): Promise<{ id: number, device_token: string }> =>
+    (await app.inject({ method: 'POST', url: '/v0/devices', headers: bearer(token), payload: body })).json()
+  const mine = await create(owner.token, { name: 'Mine' })
+  const theirs = await create(other.token, { name: 'Theirs', is_private: true })
+  t.match(theirs.device_token, /^[a-z0-9]{6}$/, 'the firmware form: six lower-case letters and digits')
+
+  // Another device's token and a free one get the same answer: nothing tells that one exists.
+  const answers = []
+  for (const method of ['PATCH', 'PUT'] as const) {
+    for (const guess of [theirs.device_token, 'qq11qq']) {
+      const res = await app.inject({ method, url: `/v0/devices/${mine.id}`, headers: bearer(owner.token), payload: { device_token: guess } })
+      answers.push([res.statusCode, res.body.replace(guess, '<guess>')])
+      t.same([res.statusCode, res.json().errors], [422, { device_token: [DEVICE_TOKEN_NOT_SETTABLE] }], `${method} with a chosen token is refused`)
+    }
+  }
+  t.equal(new Set(answers.map((a) => JSON.stringify(a))).size, 1, 'one answer for a taken token and a free one')
+  const nested = await app.inject({ method: 'PATCH', url: `/v0/devices/${mine.id}`, headers: bearer(owner.token), payload: { device: { device_token: 'abcdef' } } })
+  t.equal(nested.statusCode, 422, 'the Rails-style wrapper too')
+  t.equal((await app.inject({ url: `/v0/devices/${mine.id}`, headers: bearer(owner.token) })).json().device_token, mine.device_token, 'the token did not change')
+
+  const renewed = await app.inject({ method: 'POST', url: `/v0/devices/${mine.id}/device_token`, headers: bearer(owner.token) })
+  t.equal(renewed.statusCode, 200, renewed.body)
+  const fresh: string = renewed.json().device_token
+  t.match(fresh, /^[a-z0-9]{6}$/, 'a new token of the firmware form')
+  t.not(fresh, mine.device_token, 'not the old one')
+  t.equal((await app.inject({ url: `/v0/devices/${mine.id}`, headers: bearer(owner.token) })).json().device_token, fresh, 'the device holds it')
+  t.equal((await database.sql`select 1 from devices where device_token = ${mine.device_token}`).length, 0, 'the old token names no device any more')
+
+  const ask = async (token: string | undefined, id: number): Promise<number> =>
+    (await app.inject({ method: 'POST', url: `/v0/devices/${id}/device_token`, headers: token === undefined ? {} : bearer(token) })).statusCode
+  t.same([await ask(undefined, mine.id), await ask(other.token, mine.id), await ask(admin.token, mine.id)], [401, 403, 200], 'anonymous 401, another user 403, an admin 200')
+  t.equal(await ask(owner.token, theirs.id), 404, "someone else's private device is a device that does not exist")
+  t.equal(await ask(owner.token, 987654321), 404, 'as is a missing id')
+
+  const issued = new Set<string>()
+  for (let i = 0; i < 40; i++) issued.add((await app.inject({ method: 'POST', url: `/v0/devices/${mine.id}/device_token`, headers: bearer(owner.token) })).json().device_token)
+  t.equal(issued.size, 40, 'every new token differs')
+
+  // A clash with another device's token is retried inside, never answered.
+  const tries = [theirs.device_token, theirs.device_token, 'zx81zx']
+  const row = await deviceService.withFreshToken(async (token) => (await database.sql<{ device_token: string }[]>`
+    update devices set device_token = ${token} where id = ${mine.id} returning device_token`)[0], () => tries.shift() ?? 'none')
+  t.equal(row?.device_token, 'zx81zx', 'two clashes, then a free token')
+
+  // Devices from before keep their tokens of the older forms (4 to 64 characters).
+  await database.sql`update devices set device_token = 'older-form-token-1234' where id = ${mine.id}`
+  t.equal((await app.inject({ url: `/v0/devices/${mine.id}`, headers: bearer(owner.token) })).json().device_token, 'older-form-token-1234', 'an older token is kept as it is')
+  t.equal((await app.inject({ method: 'PATCH', url: `/v0/devices/${mine.id}`, headers: bearer(owner.token), payload: { name: 'Renamed' } })).json().device_token, 'older-form-token-1234', 'and survives other changes')
 })

@@ -2,11 +2,11 @@ import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { AuthThrottle, type Clock, DEFAULT_THROTTLE, type IngestContext, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
+import { AuthThrottle, type Clock, DEFAULT_THROTTLE, DeviceTokenGuesses, type IngestContext, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
 import { clusterBrokerPlugin } from './broker/cluster.js'
-import { brokerAuthRoutes } from './broker/cluster-auth.js'
+import { brokerAuthListener } from './broker/cluster-auth.js'
 import { externalBrokerPlugin } from './broker/external.js'
 import { EVERYONE, LiveFeed, type Publish, SubscriberIndex } from './broker/live-feed.js'
 import type { IngestRouteContext } from './context.js'
@@ -29,6 +29,8 @@ export interface BrokerCluster {
   prefetch: number
   /** the cluster's anonymous MQTT user, as which devices log in (default `device`) */
   deviceUser?: string | undefined
+  /** where the cluster's HTTP auth backend listens: never the public port (default 127.0.0.1:3001) */
+  auth?: { host: string, port: number, secret?: string | undefined } | undefined
 }
 
 export interface IngestDeps {
@@ -52,6 +54,8 @@ declare module 'fastify' {
     mqttStats: MqttStats
     /** the batcher of device messages; `pending` is the MQTT backlog awaiting commit (metrics) */
     mqttIngest: MessageIngest
+    /** resolves once every /add already answered has stored (or dropped) its readings */
+    legacyAddSettled: () => Promise<void>
   }
 }
 
@@ -93,13 +97,21 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   const cluster = deps.brokerCluster
   const throttle = app.hasDecorator('authThrottle') ? app.authThrottle : new AuthThrottle(new MemoryThrottleStore(() => clock().getTime()), DEFAULT_THROTTLE)
   const authenticator = app.hasDecorator('authenticator') ? app.authenticator : null
+  // One count of failed device secrets per address for every path that checks one: MQTT
+  // publishes, /add and the cluster's auth backend (the lock it keeps is this process's).
+  const guesses = new DeviceTokenGuesses(throttle, () => clock().getTime())
   if (cluster !== undefined) {
     await app.register(clusterBrokerPlugin, { urls: cluster.urls, queue: cluster.queue, prefetch: cluster.prefetch, messages })
     publish = app.brokerCluster.publish
-    // The cluster asks these who may connect, publish and subscribe (its HTTP auth backend).
-    await app.register(brokerAuthRoutes, {
+    // The cluster asks these who may connect, publish and subscribe (its HTTP auth backend), on
+    // a listener of their own that only the broker reaches.
+    await app.register(brokerAuthListener, {
+      host: cluster.auth?.host ?? '127.0.0.1',
+      port: cluster.auth?.port ?? 3001,
+      secret: cluster.auth?.secret,
       sql: deps.database.sql,
       throttle,
+      guesses,
       now: clock,
       log: app.log.child({ component: 'broker-auth' }),
       health: messages.health,
@@ -117,6 +129,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
         // The server's throttle, so HTTP and MQTT failures count together; a server without auth
         // (tests of the broker alone) still counts forwarding credentials.
         throttle,
+        guesses,
         now: clock,
         messages: { ...messages, log: app.log.child({ component: 'mqtt' }) },
         feed
@@ -135,7 +148,9 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
     })
     publish = app.mqttExternal.publish
   }
-  const ctx: IngestRouteContext = { database: deps.database, clock, ingest }
+  const legacyPending = new Set<Promise<void>>()
+  app.decorate('legacyAddSettled', async () => { while (legacyPending.size > 0) await Promise.allSettled([...legacyPending]) })
+  const ctx: IngestRouteContext = { database: deps.database, clock, ingest, guesses, legacyPending }
   await app.register(async (v0) => {
     await v0.register(readingRoutes, ctx)
     await v0.register(legacyRoutes, ctx)

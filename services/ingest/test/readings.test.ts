@@ -1,6 +1,7 @@
 import t from 'tap'
 import { bearer, signUp, signUpAs } from '../../../test/helpers/api.js'
 import { pgDate } from '@esp/db'
+import { connectMqtt } from '../../../test/helpers/mqtt.js'
 import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
 
 const post = (deviceId: number, token: string | undefined, body: unknown) => ({
@@ -164,10 +165,111 @@ t.test('the older /add and /datetime', async (t) => {
   })
   t.equal(add.statusCode, 200, add.body)
   t.match(add.body, /^UTC:/)
+  await app.legacyAddSettled()
   const rows = await database.sql`select sensor_id from readings where device_id = ${device} order by sensor_id`
   t.same(rows.map((r) => r.sensor_id), [12, 13, 14])
-  const unknown = await app.inject({ method: 'PUT', url: '/v0/add', headers: { 'x-smartcitizenmacaddr': '00:00:00:00:00:00', 'x-smartcitizendata': '[]' } })
-  t.equal(unknown.statusCode, 404)
-  const broken = await app.inject({ method: 'PUT', url: '/add', headers: { 'x-smartcitizenmacaddr': 'bd:b1:de:13:67:31', 'x-smartcitizendata': '[{' } })
-  t.equal(broken.statusCode, 400)
+  // Whatever happens, the answer is the clock (behaviour.md §6.3).
+  for (const headers of [
+    { 'x-smartcitizenmacaddr': '00:00:00:00:00:00', 'x-smartcitizendata': '[]' },
+    { 'x-smartcitizenmacaddr': 'bd:b1:de:13:67:31', 'x-smartcitizendata': '[{' },
+    { 'x-smartcitizenmacaddr': 'not a mac', 'x-smartcitizendata': '{}' },
+    { 'x-smartcitizendata': '[]' },
+    {}
+  ]) {
+    const res = await app.inject({ method: 'PUT', url: '/v0/add', headers })
+    t.same([res.statusCode, res.headers['content-type'], /^UTC:[\d,]+#$/.test(res.body)], [200, 'application/json; charset=utf-8', true], `the clock for ${JSON.stringify(headers)}`)
+  }
+})
+
+t.test('/add stores only into devices that speak it, never into a private one by its MAC alone', async (t) => {
+  const harness = await buildPlatform(t)
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const [key] = await database.sql<{ legacy_api_key: string }[]>`select legacy_api_key from users where id = ${owner.id}`
+  const legacyKey = key?.legacy_api_key ?? ''
+  const kits = {
+    publicLegacy: await makeDevice(database, owner.id, { kitId: 2, mac: '02:00:00:00:00:01' }),
+    privateLegacy: await makeDevice(database, owner.id, { kitId: 3, mac: '02:00:00:00:00:02', isPrivate: true }),
+    current: await makeDevice(database, owner.id, { kitId: 26, mac: '02:00:00:00:00:03' }),
+    noKit: await makeDevice(database, owner.id, { kitId: null, mac: '02:00:00:00:00:04' })
+  }
+  let minute = 0
+  const send = async (mac: string, apiKey?: string): Promise<string> => {
+    minute += 1
+    const at = new Date(Date.now() - 86_400_000 + minute * 60_000).toISOString().slice(0, 19).replace('T', ' ')
+    const res = await app.inject({
+      method: 'POST',
+      url: '/add',
+      headers: { 'x-smartcitizenmacaddr': mac, 'x-smartcitizendata': JSON.stringify([{ temp: '21.5', noise: '40', t: '21.5', timestamp: at }]), ...(apiKey === undefined ? {} : { 'x-smartcitizenapikey': apiKey }) }
+    })
+    t.equal(res.statusCode, 200)
+    return res.body.replace(/^UTC:[\d,]+#$/, 'UTC:<clock>#')
+  }
+  const stored = async (id: number): Promise<number> => {
+    await app.legacyAddSettled()
+    return Number((await database.sql<{ n: number }[]>`select count(*)::int as n from readings where device_id = ${id}`)[0]?.n)
+  }
+  const answers = new Set<string>()
+  answers.add(await send('02:00:00:00:00:01'))
+  t.ok(await stored(kits.publicLegacy) > 0, 'a public SCK 1.0 by its MAC, as the kit sends it')
+  answers.add(await send('02:00:00:00:00:02'))
+  t.equal(await stored(kits.privateLegacy), 0, 'a private one: not by its MAC alone')
+  answers.add(await send('02:00:00:00:00:02', 'not-the-key'))
+  t.equal(await stored(kits.privateLegacy), 0, 'nor with a wrong X-SmartCitizenApiKey')
+  answers.add(await send('02:00:00:00:00:02', legacyKey))
+  t.ok(await stored(kits.privateLegacy) > 0, "with its owner's legacy_api_key, yes")
+  answers.add(await send('02:00:00:00:00:03'))
+  t.equal(await stored(kits.current), 0, 'an SCK 2.1 (MQTT hardware) takes nothing from /add')
+  answers.add(await send('02:00:00:00:00:04'))
+  t.equal(await stored(kits.noKit), 0, 'nor a device without a kit')
+  answers.add(await send('02:00:00:00:00:99'))
+  t.same([...answers], ['UTC:<clock>#'], 'every answer is the clock, stored or not, known or not')
+
+  // The owner opts in by saying what the device is: an SCK 1.1.
+  const patched = await app.inject({ method: 'PATCH', url: `/v0/devices/${kits.current}`, headers: bearer(owner.token), payload: { kit_id: 3 } })
+  t.equal(patched.statusCode, 200, patched.body)
+  await send('02:00:00:00:00:03')
+  t.ok(await stored(kits.current) > 0, 'then /add stores into it')
+  await database.sql`update devices set archived_at = now(), state = 'archived' where id = ${kits.publicLegacy}`
+  const before = await stored(kits.publicLegacy)
+  await send('02:00:00:00:00:01')
+  t.equal(await stored(kits.publicLegacy), before, 'an archived device takes nothing')
+})
+
+t.test('/add: unknown MAC addresses count as failed device secrets, with guessed MQTT tokens, and lock the address out', async (t) => {
+  const SMALL = { accountFailures: 3, addressFailures: 6, windowSeconds: 600, lockoutSeconds: 300, maxLockoutSeconds: 1200 }
+  let now = Date.parse('2026-11-25T12:00:00Z')
+  const harness = await buildPlatform(t, { mqtt: true, clock: () => new Date(now), auth: { throttle: SMALL } })
+  const { app, database } = harness
+  const owner = await signUp(app)
+  const legacy = await makeDevice(database, owner.id, { kitId: 2, mac: '02:00:00:00:01:01' })
+  const kit = await makeDevice(database, owner.id, { kitId: 26 })
+  await database.sql`update devices set device_token = 'k1t0k3' where id = ${kit}`
+  const add = async (mac: string): Promise<void> => {
+    const res = await app.inject({ method: 'PUT', url: '/add', headers: { 'x-smartcitizenmacaddr': mac, 'x-smartcitizendata': JSON.stringify([{ temp: '20', timestamp: new Date(now - 60_000).toISOString() }]) } })
+    t.equal(res.statusCode, 200)
+    await app.legacyAddSettled()
+  }
+  const storedIn = async (id: number): Promise<number> => Number((await database.sql<{ n: number }[]>`select count(*)::int as n from readings where device_id = ${id}`)[0]?.n)
+  // Half the address's budget by guessed MACs (one of them repeated: it counts once), half by guessed MQTT tokens.
+  for (let i = 0; i < SMALL.addressFailures / 2; i++) await add(`02:aa:00:00:00:0${i}`)
+  await add('02:aa:00:00:00:00')
+  const mqttUrl = `mqtt://127.0.0.1:${app.mqttListening?.port ?? 0}`
+  for (let i = 0; i < SMALL.addressFailures / 2; i++) {
+    const guess = `zz${i}zz0`
+    const guesser = await connectMqtt(t, mqttUrl, { clientId: guess })
+    await guesser.publishAsync(`device/sck/${guess}/readings/raw`, '{t:2026-11-25T11:00:00Z,55:21.5}', { qos: 1 })
+    await guesser.endAsync()
+  }
+  await add('02:00:00:00:01:01')
+  t.equal(await storedIn(legacy), 0, 'the address is locked: even the right MAC stores nothing')
+  const device = await connectMqtt(t, mqttUrl, { clientId: 'k1t0k3' })
+  const refused = await new Promise<boolean>((resolve) => {
+    device.once('close', () => { resolve(true) })
+    device.publish('device/sck/k1t0k3/readings/raw', '{t:2026-11-25T11:00:00Z,55:21.5}', { qos: 1 }, (err) => { if (err === undefined || err === null) resolve(false) })
+  })
+  t.ok(refused, 'and its MQTT publishes are refused, the right token too: one count for every device secret')
+  now += SMALL.lockoutSeconds * 1000
+  await add('02:00:00:00:01:01')
+  t.ok(await storedIn(legacy) > 0, 'after the lockout the kit stores again')
 })

@@ -163,8 +163,8 @@ const asAccess = (row: AccessRow): DeviceAccess =>
  * readings are forwarded), in one prepared query: these are the hot paths, so they skip the full
  * row and the query builder. Exactly one of the keys is given.
  */
-async function accessRows (sql: Sql, by: { id: number } | { tokens: string[] } | { mac: string }): Promise<AccessRow[]> {
-  const where = 'id' in by ? sql`d.id = ${by.id}` : 'tokens' in by ? sql`d.device_token = any(${by.tokens}::text[])` : sql`d.mac_address = ${by.mac}::macaddr`
+async function accessRows (sql: Sql, by: { id: number } | { tokens: string[] }): Promise<AccessRow[]> {
+  const where = 'id' in by ? sql`d.id = ${by.id}` : sql`d.device_token = any(${by.tokens}::text[])`
   return await sql<AccessRow[]>`
     select d.id, d.owner_id, d.is_private, d.kit_id, d.device_token,
       case when d.enable_forwarding then u.forwarding_token end as forwarding_token
@@ -184,10 +184,4 @@ export async function findDeviceAccess (sql: Sql, id: string | number): Promise<
 export async function findDevicesByToken (sql: Sql, tokens: string[]): Promise<Map<string, DeviceAccess>> {
   const rows = tokens.length === 0 ? [] : await accessRows(sql, { tokens })
   return new Map(rows.flatMap((row) => row.device_token === null ? [] : [[row.device_token, asAccess(row)] as const]))
-}
-
-/** The active device with this MAC address (the older form's /add), or null. */
-export async function findDeviceByMac (sql: Sql, mac: string): Promise<DeviceAccess | null> {
-  const [row] = await accessRows(sql, { mac })
-  return row === undefined ? null : asAccess(row)
 }

@@ -8,7 +8,6 @@ export interface DeviceInput {
   name?: string
   description?: string | null
   macAddress?: string | null
-  deviceToken?: string
   exposure?: 'indoor' | 'outdoor' | null
   latitude?: number | null
   longitude?: number | null
@@ -38,8 +37,6 @@ export interface PostprocessingInput {
 }
 
 const MAC = /^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/
-/** The token is an MQTT topic segment: no separators or wildcards (the firmware's are 6 alphanumerics). */
-const TOKEN = /^[A-Za-z0-9_-]{4,64}$/
 const NAME_MAX = 255
 const TEXT_MAX = 5000
 
@@ -63,6 +60,9 @@ function flatten (body: Body): Body {
     ...Object.fromEntries(Object.entries(body).filter(([k]) => !['device', 'location', 'data_policy', 'notify'].includes(k)))
   }
 }
+
+/** Why a device_token in a body is refused, and what to do instead. */
+export const DEVICE_TOKEN_NOT_SETTABLE = 'cannot be chosen: the platform makes device tokens (POST /v0/devices/:id/device_token issues a new one)'
 
 export interface RuleOptions { creating: boolean, viewer: Viewer }
 
@@ -89,10 +89,10 @@ export function parseDeviceBody (raw: unknown, options: RuleOptions): { input: D
     else input.macAddress = mac.trim().replace(/-/g, ':').toLowerCase()
   }
 
+  // Tokens are the platform's to make (issue 34): a chosen one could be planted, and a clash
+  // with another device's would tell that it exists. Blank is what forms send when untouched.
   if (r.has('device_token') && body.device_token !== null && body.device_token !== '') {
-    const token = body.device_token
-    if (typeof token !== 'string' || !TOKEN.test(token)) r.add('device_token', 'is invalid (4 to 64 letters, digits, _ or -)')
-    else input.deviceToken = token
+    r.add('device_token', DEVICE_TOKEN_NOT_SETTABLE)
   }
 
   if (r.has('exposure')) {

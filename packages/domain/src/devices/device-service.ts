@@ -111,8 +111,26 @@ export async function userWithDevices (sql: Sql, userId: number, viewer: Viewer 
 }
 
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
-/** The firmware's token form: 6 lower-case alphanumerics (behaviour.md §5.7), from a CSPRNG. */
-const newDeviceToken = (): string => Array.from({ length: 6 }, () => TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)]).join('')
+/** The firmware's token form: 6 lower-case alphanumerics (behaviour.md §5.7; clients.md §1.1), from a CSPRNG. */
+export const newDeviceToken = (): string => Array.from({ length: 6 }, () => TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)]).join('')
+/** 36^6 tokens: a clash is rare, ten in a row would mean the space is nearly full. */
+const TOKEN_ATTEMPTS = 10
+
+/**
+ * Runs `write` with fresh tokens until one is not taken. A clash is retried here and never
+ * reaches the caller, so no answer tells that another device holds a token. In a transaction,
+ * `write` must run in a savepoint of its own, so that a clash leaves the transaction usable.
+ */
+export async function withFreshToken<T> (write: (token: string) => Promise<T>, make: () => string = newDeviceToken): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write(make())
+    } catch (err) {
+      const clash = isPgCode(err, PgCode.uniqueViolation) && (pgError(err)?.constraint_name ?? '').includes('device_token')
+      if (!clash || attempt >= TOKEN_ATTEMPTS) throw err
+    }
+  }
+}
 
 function unprocessableIf (problems: Record<string, string[]>): void {
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
@@ -155,13 +173,6 @@ function place (current: Pick<DeviceRow, 'latitude' | 'longitude' | 'preciseLoca
   return { latitude: Math.min(lat, 90), longitude: Math.min(lng, 180), geohash: geohashOf(lat, lng), city: at.city, countryCode: at.countryCode }
 }
 
-function translateUnique (err: unknown): never {
-  if (isPgCode(err, PgCode.uniqueViolation) && (pgError(err)?.constraint_name ?? '').includes('device_token')) {
-    throw errors.unprocessable({ device_token: ['has already been taken'] })
-  }
-  throw err
-}
-
 /**
  * MAC takeover (behaviour.md §5.3): the newest registration owns the physical device, so every
  * other device holding the MAC, archived ones too, moves it to old_mac_address.
@@ -196,7 +207,6 @@ function columnsOf (input: DeviceInput) {
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.description !== undefined ? { description: input.description } : {}),
     ...(input.macAddress !== undefined ? { macAddress: input.macAddress } : {}),
-    ...(input.deviceToken !== undefined ? { deviceToken: input.deviceToken } : {}),
     ...(input.exposure !== undefined ? { exposure: input.exposure } : {}),
     ...(input.elevation !== undefined ? { elevation: input.elevation } : {}),
     ...(input.preciseLocation !== undefined ? { preciseLocation: input.preciseLocation } : {}),
@@ -214,7 +224,7 @@ function columnsOf (input: DeviceInput) {
   }
 }
 
-/** POST /devices: every authenticated user may add devices and owns them; a unique token is issued. */
+/** POST /devices: every authenticated user may add devices and owns them; the platform issues its token. */
 export async function createDevice (db: Db, body: unknown, viewer: Viewer | null, options: DeviceServiceOptions): Promise<DeviceRow> {
   if (viewer === null) throw errors.unauthorized()
   const { input, errors: problems } = parseDeviceBody(body, { creating: true, viewer })
@@ -224,39 +234,27 @@ export async function createDevice (db: Db, body: unknown, viewer: Viewer | null
   const kitId = input.kitId ?? (await db.select({ id: kits.id }).from(kits).where(eq(kits.id, defaultKitId)).limit(1))[0]?.id ?? null
   const placement = place(null, input, options.random ?? Math.random)
   const now = options.now
-  try {
-    return await db.transaction(async (tx) => {
-      let row: DeviceRow | undefined
-      // A generated token can collide with an existing one; retrying inside a savepoint keeps the transaction.
-      for (let attempt = 0; row === undefined; attempt++) {
-        const token = input.deviceToken ?? newDeviceToken()
-        try {
-          row = (await tx.transaction(async (sp) => await sp.insert(devices).values({
-            ...columnsOf(input),
-            ...placement,
-            name: input.name ?? '',
-            ownerId: viewer.id,
-            kitId,
-            deviceToken: token,
-            state: input.macAddress === undefined || input.macAddress === null ? 'not_configured' : 'never_published',
-            createdAt: now,
-            updatedAt: now
-          }).returning()))[0]
-        } catch (err) {
-          if (input.deviceToken !== undefined || attempt >= 5 || !isPgCode(err, PgCode.uniqueViolation)) throw err
-        }
-      }
-      if (input.macAddress !== undefined && input.macAddress !== null) await takeOverMac(tx, input.macAddress, row.id, now)
-      await writeTagsAndPostprocessing(tx, row.id, input, tagList, now)
-      // The kit's sensors are the device's components from the start, so data.sensors lists them before any reading.
-      if (kitId !== null) {
-        await tx.execute(sql`insert into ${components} (device_id, sensor_id) select ${row.id}, ${kitSensors.sensorId} from ${kitSensors} where ${kitSensors.kitId} = ${kitId} on conflict do nothing`)
-      }
-      return row
-    })
-  } catch (err) {
-    return translateUnique(err)
-  }
+  return await db.transaction(async (tx) => {
+    const row = await withFreshToken(async (deviceToken) => (await tx.transaction(async (sp) => await sp.insert(devices).values({
+      ...columnsOf(input),
+      ...placement,
+      name: input.name ?? '',
+      ownerId: viewer.id,
+      kitId,
+      deviceToken,
+      state: input.macAddress === undefined || input.macAddress === null ? 'not_configured' : 'never_published',
+      createdAt: now,
+      updatedAt: now
+    }).returning()))[0])
+    if (row === undefined) throw errors.internal()
+    if (input.macAddress !== undefined && input.macAddress !== null) await takeOverMac(tx, input.macAddress, row.id, now)
+    await writeTagsAndPostprocessing(tx, row.id, input, tagList, now)
+    // The kit's sensors are the device's components from the start, so data.sensors lists them before any reading.
+    if (kitId !== null) {
+      await tx.execute(sql`insert into ${components} (device_id, sensor_id) select ${row.id}, ${kitSensors.sensorId} from ${kitSensors} where ${kitSensors.kitId} = ${kitId} on conflict do nothing`)
+    }
+    return row
+  })
 }
 
 /** PATCH /devices/:id: the owner or an admin; an empty body changes nothing and answers 200. */
@@ -269,22 +267,31 @@ export async function updateDevice (db: Db, device: DeviceRow, body: unknown, vi
   const placement = place(device, input, options.random ?? Math.random)
   const now = options.now
   const macAddress = input.macAddress !== undefined ? input.macAddress : device.macAddress
-  try {
-    return await db.transaction(async (tx) => {
-      const [row] = await tx.update(devices).set({
-        ...columnsOf(input),
-        ...placement,
-        state: stateFor({ ...device, macAddress }),
-        updatedAt: now
-      }).where(eq(devices.id, device.id)).returning()
-      if (row === undefined) throw errors.notFound('Device', device.id)
-      if (input.macAddress !== undefined && input.macAddress !== null && input.macAddress !== device.macAddress) await takeOverMac(tx, input.macAddress, row.id, now)
-      await writeTagsAndPostprocessing(tx, row.id, input, tagList, now)
-      return row
-    })
-  } catch (err) {
-    return translateUnique(err)
-  }
+  return await db.transaction(async (tx) => {
+    const [row] = await tx.update(devices).set({
+      ...columnsOf(input),
+      ...placement,
+      state: stateFor({ ...device, macAddress }),
+      updatedAt: now
+    }).where(eq(devices.id, device.id)).returning()
+    if (row === undefined) throw errors.notFound('Device', device.id)
+    if (input.macAddress !== undefined && input.macAddress !== null && input.macAddress !== device.macAddress) await takeOverMac(tx, input.macAddress, row.id, now)
+    await writeTagsAndPostprocessing(tx, row.id, input, tagList, now)
+    return row
+  })
+}
+
+/**
+ * POST /devices/:id/device_token: the owner or an admin replaces the device's token with a new
+ * one of the platform's making; the old one stops working at once (a kit still using it publishes
+ * into nothing, and its publishes count as guesses, as any unknown token's).
+ */
+export async function regenerateDeviceToken (db: Executor, device: DeviceRow, viewer: Viewer | null, now: Date): Promise<DeviceRow> {
+  assertCanWrite(viewer, device)
+  const row = await withFreshToken(async (deviceToken) => (await db.update(devices).set({ deviceToken, updatedAt: now })
+    .where(and(eq(devices.id, device.id), isNull(devices.archivedAt))).returning())[0])
+  if (row === undefined) throw errors.notFound('Device', device.id)
+  return row
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Executor, Sql } from '@esp/db'
-import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, type CredentialGate, DeviceTokenGuesses, safeEqual, type Viewer } from '@esp/domain'
+import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, type CredentialGate, type DeviceTokenGuesses, safeEqual, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
 import { parseDeviceTopic, parseForwardTopic, parseLiveTopic, subscriptionScope } from './topics.js'
@@ -21,6 +21,8 @@ export interface AccessDeps {
   authenticator: Authenticator | null
   /** the server's count of failed credential checks, shared with HTTP logins */
   throttle: AuthThrottle
+  /** guessed device tokens, counted with /add's unknown MAC addresses */
+  guesses: DeviceTokenGuesses
   now: () => Date
   log: FastifyBaseLogger
   messages: DeviceMessageDeps
@@ -98,7 +100,7 @@ export function installAccess (broker: {
   authorizeSubscribe: (client: Client, subscription: Subscription, callback: (error: Error | null, subscription?: Subscription | null) => void) => void
   authorizeForward: (client: Client, packet: AedesPublishPacket) => AedesPublishPacket | null | undefined | void
 }, deps: AccessDeps): void {
-  const guesses = new DeviceTokenGuesses(deps.throttle, () => deps.now().getTime())
+  const guesses = deps.guesses
   broker.authenticate = (client, username, password, done) => {
     const tokens = new Set([client.id])
     if (username !== undefined && username !== '') tokens.add(username)

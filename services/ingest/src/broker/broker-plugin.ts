@@ -106,7 +106,11 @@ export const brokerPlugin = fp(async (app: FastifyInstance, options: BrokerPlugi
 /** The launcher's line for the MQTT address. */
 export function mqttAddressLine (app: FastifyInstance, configuredPort: number): string {
   if (app.hasDecorator('mqttExternal')) return '  MQTT      external broker (MQTT_BROKER_URL)'
-  if (app.hasDecorator('brokerCluster')) return `  MQTT      broker cluster (BROKER_AMQP_URLS), consuming through ${app.brokerCluster.node() ?? 'no node yet'}`
+  if (app.hasDecorator('brokerCluster')) {
+    const auth = app.hasDecorator('brokerAuthListening') ? app.brokerAuthListening : undefined
+    return `  MQTT      broker cluster (BROKER_AMQP_URLS), consuming through ${app.brokerCluster.node() ?? 'no node yet'}` +
+      (auth === undefined ? '' : `\n  broker auth  http://${auth.host.includes(':') ? `[${auth.host}]` : auth.host}:${auth.port}/broker/auth (for the cluster's nodes only)`)
+  }
   const listening = app.mqttListening
   if (listening === undefined) return '  MQTT      not listening'
   return `  MQTT      mqtt://${listening.host}:${listening.port}${listening.fellBack ? `   (port ${configuredPort} was busy)` : ''}`

@@ -1,7 +1,9 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { isIP } from 'node:net'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
+import fp from 'fastify-plugin'
 import { type Sql, trimOldest } from '@esp/db'
-import { ApiError, type AuthThrottle, DeviceTokenGuesses, isActiveDeviceToken } from '@esp/domain'
-import type { DatabaseHealth } from '@esp/http'
+import { ApiError, type AuthThrottle, type DeviceTokenGuesses, errors, isActiveDeviceToken, safeEqual } from '@esp/domain'
+import { type DatabaseHealth, errorHandlerPlugin, listenWithFallback } from '@esp/http'
 import { forwardingLogin, forwardingTokenOf } from './access.js'
 import { parseDeviceTopic, subscriptionScope, topicOfRoutingKey } from './topics.js'
 
@@ -9,6 +11,8 @@ export interface BrokerAuthDeps {
   sql: Sql
   /** the server's count of failed credential checks, shared with HTTP logins */
   throttle: AuthThrottle
+  /** guessed device tokens, counted with the embedded broker's and /add's */
+  guesses: DeviceTokenGuesses
   now: () => Date
   log: FastifyBaseLogger
   health?: Pick<DatabaseHealth, 'note'> | undefined
@@ -16,9 +20,11 @@ export interface BrokerAuthDeps {
   deviceUser: string
   /** the broker's own users (ingest's, from BROKER_AMQP_URLS): the broker checked them itself first */
   internalUsers: ReadonlySet<string>
+  /** BROKER_AUTH_SECRET: when set, every check must carry it as the password of HTTP Basic credentials */
+  secret?: string | undefined
 }
 
-/** Where the cluster's nodes ask (rabbitmq.conf `auth_http.*_path`); never routed by the proxy. */
+/** Where the cluster's nodes ask (rabbitmq.conf `auth_http.*_path`), on the listener of its own below. */
 export const BROKER_AUTH_PATH = '/broker/auth'
 
 /** How many client ids' addresses are kept, to count a refused token against its address. */
@@ -38,7 +44,7 @@ type Query = Record<string, string | undefined>
  *   the broker's own users, whose password the broker already found wrong (so they cannot be
  *   guessed here unthrottled); allowed otherwise, since devices and live subscribers send no secret;
  * - connection (vhost, which names the client's address): refused while the address is locked
- *   out for guessing device tokens;
+ *   out for guessing device tokens, and without an IP address to count against;
  * - publish (topic write): only to the client's own device topics, under a token an active
  *   device has; anything else is refused at the edge and the broker closes the connection, so
  *   an unknown token never reaches the queue. A refused token counts as a guess of the address;
@@ -46,9 +52,23 @@ type Query = Record<string, string | undefined>
  * - queues and exchanges: the topic exchange and the client's own MQTT subscription queues only.
  * A device token's answer is remembered for a minute, and served past that while the database is
  * away: devices keep publishing into the queue, which holds their readings through the outage.
+ * Only the broker may ask (issue 34): the routes are served on a listener of their own
+ * (brokerAuthListener), and with `secret` every request must carry it.
  */
 export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDeps): Promise<void> {
-  const guesses = new DeviceTokenGuesses(deps.throttle, () => deps.now().getTime())
+  const guesses = deps.guesses
+  const secret = deps.secret
+  if (secret !== undefined) {
+    // RabbitMQ sends the userinfo of its auth_http URLs as Basic credentials. A wrong secret is a
+    // failed credential check of the caller's address (the socket's: nothing here is behind a
+    // proxy); the right one is never refused, so the broker is not locked out by a neighbour.
+    app.addHook('onRequest', async (request) => {
+      const given = basicPassword(request)
+      if (given !== null && safeEqual(given, secret)) return
+      await deps.throttle.gate(request.socket.remoteAddress ?? 'unknown').verifyToken(async () => null)
+      throw errors.unauthorized('The broker auth backend answers the broker only')
+    })
+  }
   // client id -> address, from the connection check: the publish check that follows does not
   // carry the address (RabbitMQ 3.10).
   const addresses = new Map<string, string>()
@@ -118,7 +138,13 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
   app.get(`${BROKER_AUTH_PATH}/vhost`, route, async (request, reply) => {
     const q = request.query as Query
     void reply.type('text/plain')
-    const address = q.ip ?? 'unknown'
+    // The broker's word for the client's address (behind nginx, from the PROXY protocol); without
+    // a real one there is nothing to count guesses against, so no connection.
+    const address = q.ip ?? ''
+    if (isIP(address) === 0) {
+      deps.log.debug('broker connection refused: no client address')
+      return 'deny'
+    }
     if (q.client_id !== undefined) remember(q.client_id, address)
     if (guesses.locked(address)) {
       deps.log.info('broker connection refused: too many guessed device tokens from this address')
@@ -174,3 +200,56 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     }
   })
 }
+
+/** The password of HTTP Basic credentials, or null. */
+function basicPassword (request: FastifyRequest): string | null {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(request.headers.authorization ?? '')
+  if (match?.[1] === undefined) return null
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  return colon === -1 ? null : decoded.slice(colon + 1)
+}
+
+export interface BrokerAuthListenOptions extends BrokerAuthDeps {
+  /** BROKER_AUTH_HOST: loopback, or the address on the network the broker's nodes share */
+  host: string
+  /** BROKER_AUTH_PORT (0: any free port, for tests) */
+  port: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** where the broker's auth backend listens, once it does (clustered mode) */
+    brokerAuthListening: { host: string, port: number } | undefined
+  }
+}
+
+/**
+ * The broker auth backend on a listener of its own (issue 34): never on the public port, where
+ * anyone could ask it whether a token exists. It logs no request lines (each URL holds a client
+ * id, a routing key and perhaps a password: device tokens), only what its checks log.
+ */
+export const brokerAuthListener = fp(async (app: FastifyInstance, options: BrokerAuthListenOptions) => {
+  const { host, port, ...deps } = options
+  const server = Fastify({
+    loggerInstance: deps.log,
+    logController: new LogController({ disableRequestLogging: true }),
+    // The broker keeps its connections open; the requests are a few hundred bytes.
+    bodyLimit: 1024,
+    routerOptions: { ignoreTrailingSlash: true }
+  })
+  await server.register(errorHandlerPlugin)
+  await server.register(brokerAuthRoutes, deps)
+  app.decorate('brokerAuthListening', undefined)
+  app.addHook('onReady', async () => {
+    await server.ready()
+    // A busy port is an error whatever set it: the broker's config names this port.
+    const bound = await listenWithFallback(async (p) => {
+      await server.listen({ host, port: p })
+      const address = server.server.address()
+      return typeof address === 'object' && address !== null ? address.port : p
+    }, { port, explicit: true, name: 'broker auth', key: 'BROKER_AUTH_PORT' })
+    app.brokerAuthListening = { host, port: bound.port }
+  })
+  app.addHook('onClose', async () => { await server.close() })
+}, { name: 'esp-broker-auth' })

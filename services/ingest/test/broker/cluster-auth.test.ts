@@ -3,10 +3,10 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createDatabase } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { AuthThrottle, MemoryThrottleStore, type ThrottleSettings } from '@esp/domain'
+import { AuthThrottle, DeviceTokenGuesses, MemoryThrottleStore, type ThrottleSettings } from '@esp/domain'
 import { buildServer } from '@esp/http'
 import { testHttpOptions } from '../../../../test/helpers/server.js'
-import { BROKER_AUTH_PATH, brokerAuthRoutes } from '../../src/broker/cluster-auth.js'
+import { BROKER_AUTH_PATH, brokerAuthListener, brokerAuthRoutes } from '../../src/broker/cluster-auth.js'
 
 /**
  * The clustered broker's HTTP auth backend (issue 24), asked as RabbitMQ 3.10 asks it: GET with
@@ -23,7 +23,8 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
   // A pool of the plugin's own, which the test closes to take the database away.
   const pool = createDatabase(database.url, { max: 2 })
   t.teardown(async () => { await pool.close().catch(() => {}) })
-  await app.register(brokerAuthRoutes, { sql: pool.sql, throttle, now: () => new Date(now), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
+  const guesses = new DeviceTokenGuesses(throttle, () => now)
+  await app.register(brokerAuthRoutes, { sql: pool.sql, throttle, guesses, now: () => new Date(now), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
   t.teardown(async () => { await app.close() })
 
   const [owner] = await database.sql<{ id: number }[]>`
@@ -87,6 +88,9 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
   t.equal(await ask('vhost', { ...device('ab12cd'), ip: '198.51.100.7' }), 'allow', 'another address is not')
   now += SMALL.lockoutSeconds * 1000 + 1
   t.equal(await ask('vhost', { ...device('ab12cd'), ip: '203.0.113.9' }), 'allow', 'and the lock ends')
+  t.equal(await ask('vhost', device('ab12cd')), 'deny', 'a connection without an address is refused: guesses would count against nothing')
+  t.equal(await ask('vhost', { ...device('ab12cd'), ip: 'unknown' }), 'deny', 'and one whose address is not an IP address')
+  t.equal(await ask('vhost', { ...device('ab12cd'), ip: '2001:db8::7' }), 'allow', 'IPv6 is an address')
 
   // The database goes away: tokens checked within the last minute still publish into the queue.
   now += 30_000
@@ -109,7 +113,7 @@ t.test('generated checks: any query gets allow or deny, or a 400 in the one erro
   const throttle = new AuthThrottle(new MemoryThrottleStore(() => now), SMALL)
   // The platform's server: its error handler, validation and gates, as in production.
   const app = await buildServer(testHttpOptions)
-  await app.register(brokerAuthRoutes, { sql: database.sql, throttle, now: () => new Date(now += 1000), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
+  await app.register(brokerAuthRoutes, { sql: database.sql, throttle, guesses: new DeviceTokenGuesses(throttle, () => now), now: () => new Date(now += 1000), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
   await app.ready()
   t.teardown(async () => { await app.close() })
   const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email, forwarding_username, forwarding_token) values ('gen', 'gen@example.org', 'gen-fwd', 'gentoken1') returning id`
@@ -137,4 +141,57 @@ t.test('generated checks: any query gets allow or deny, or a 400 in the one erro
   }), { numRuns: 300, ...(process.env.FUZZ_SEED === 'random' ? {} : { seed: Number(process.env.FUZZ_SEED ?? 24) || 24 }) })
   t.pass('every generated check answered allow, deny or a 400')
   t.same(await counts(), before, 'nothing was written')
+})
+
+t.test('the auth backend listens apart: not on the public port, only with the secret, throttled, and it logs no token', async (t) => {
+  const database = await createTestDatabase(t)
+  const now = Date.parse('2026-11-26T12:00:00Z')
+  const throttle = new AuthThrottle(new MemoryThrottleStore(() => now), SMALL)
+  const lines: string[] = []
+  const app = await buildServer({ ...testHttpOptions, logLevel: 'trace', logStream: { write: (line: string) => { lines.push(line) } } })
+  const secret = 'broker-auth-secret-0123456789'
+  await app.register(brokerAuthListener, {
+    host: '127.0.0.1',
+    port: 0,
+    secret,
+    sql: database.sql,
+    throttle,
+    guesses: new DeviceTokenGuesses(throttle, () => now),
+    now: () => new Date(now),
+    log: app.log.child({ component: 'broker-auth' }),
+    deviceUser: 'device',
+    internalUsers: new Set(['esp-ingest'])
+  })
+  await app.ready()
+  t.teardown(async () => { await app.close() })
+  const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('apart', 'apart@example.org') returning id`
+  await database.sql`insert into devices (owner_id, name, device_token, state) values (${owner?.id ?? 0}, 'kit', 'be11ed', 'never_published')`
+
+  const topic = `${BROKER_AUTH_PATH}/topic?username=device&vhost=%2F&resource=topic&name=amq.topic&permission=write&routing_key=device.sck.be11ed.readings&variable_map.client_id=be11ed`
+  const publicAnswer = await app.inject({ url: topic })
+  t.equal(publicAnswer.statusCode, 404, 'the public port does not know the route')
+  t.match(publicAnswer.json(), { id: 'not_found', message: String, errors: null, url: null }, 'and answers as for any unknown route')
+  t.equal((await app.inject({ url: `/v0${topic}` })).statusCode, 404, 'under /v0 neither')
+
+  const listening = app.brokerAuthListening
+  t.ok(listening !== undefined && listening.port > 0, 'the backend listens on a port of its own')
+  const base = `http://127.0.0.1:${listening?.port ?? 0}`
+  const basic = (password: string): Record<string, string> => ({ authorization: `Basic ${Buffer.from(`broker:${password}`).toString('base64')}` })
+  const ask = async (headers: Record<string, string>): Promise<{ status: number, body: string }> => {
+    const res = await fetch(`${base}${topic}`, { headers })
+    return { status: res.status, body: await res.text() }
+  }
+  t.same(await ask(basic(secret)), { status: 200, body: 'allow' }, 'the broker, with the secret, is answered')
+  const refused = await ask({})
+  t.equal(refused.status, 401, 'without the secret: 401')
+  t.match(JSON.parse(refused.body), { id: 'unauthorized', message: String, errors: null }, 'in the one error shape, telling nothing of the token')
+  for (let i = 1; i < SMALL.addressFailures; i++) t.equal((await ask(basic(`wrong-${i}`))).status, 401, `wrong secret ${i}`)
+  t.equal((await ask(basic('wrong-again'))).status, 429, 'the address that guessed the secret is locked out')
+  t.same(await ask(basic(secret)), { status: 200, body: 'allow' }, 'the right secret is never refused')
+  t.equal((await fetch(`${base}/broker/auth/nothing`, { headers: basic(secret) })).status, 404, 'unknown paths: 404')
+
+  const log = lines.join('')
+  t.ok(lines.length > 0, 'the server logged')
+  t.notOk(log.includes('be11ed'), 'no line holds the device token (client ids and routing keys stay out of the log)')
+  t.notOk(log.includes(secret), 'nor the secret')
 })

@@ -61,8 +61,12 @@ t.test('an access token as the password: bad ones count for the address, and HTT
     t.equal(await connack(harness.mqttUrl, { clientId: `forged${i}`, username: user.username, password: `eyJhbGciOiJIUzI1NiJ9.e30.forged${i}` }), 0, 'a bad token is not a user, and not refused')
     t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(`forged.token.${i}`) })).statusCode, 401)
   }
-  t.equal(await connack(harness.mqttUrl, { clientId: 'app', username: user.username, password: user.token }), 5, 'a good token is refused while the address is locked')
-  t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(user.token) })).statusCode, 429, 'and over HTTP')
+  t.equal(await connack(harness.mqttUrl, { clientId: 'forged', username: user.username, password: 'eyJhbGciOiJIUzI1NiJ9.e30.forged' }), 5, 'a bad token is refused while the address is locked')
+  t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer('forged.token.again') })).statusCode, 429, 'and over HTTP')
+  // Issue 34: a valid token is never refused for the failures of others behind the same address.
+  const valid = await connectMqtt(t, harness.mqttUrl, { clientId: 'app-now', username: user.username, password: user.token })
+  t.equal(await subscribeGranted(valid, `devices/${device}/readings`), 0, 'a good token proves its user from the locked address')
+  t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(user.token) })).statusCode, 200, 'and over HTTP')
   harness.advance(SMALL.lockoutSeconds * 1000)
   const app = await connectMqtt(t, harness.mqttUrl, { clientId: 'app', username: user.username, password: user.token })
   t.equal(await subscribeGranted(app, `devices/${device}/readings`), 0, 'after the lockout the token proves its user again (a private device)')
@@ -74,7 +78,7 @@ t.test('devices are not users: while the address is locked they still connect an
   const id = await makeDevice(harness.database, owner.id, { mac: null })
   await harness.database.sql`update devices set device_token = 'f1e2d3', kit_id = 26 where id = ${id}`
   for (let i = 0; i < SMALL.addressFailures; i++) t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(`forged.token.${i}`) })).statusCode, 401)
-  t.equal(await connack(harness.mqttUrl, { clientId: 'x', username: owner.username, password: owner.token }), 5, 'the address is locked')
+  t.equal(await connack(harness.mqttUrl, { clientId: 'x', username: owner.username, password: 'eyJhbGciOiJIUzI1NiJ9.e30.forged' }), 5, 'the address is locked')
   // The firmware (client id only), the 2016 prototype (placeholder user/password), a token as username.
   for (const options of [{ clientId: 'f1e2d3' }, { clientId: 'f1e2d3', username: 'user', password: 'password' }, { clientId: 'integration', username: 'f1e2d3', password: 'password' }]) {
     const kit = await connectMqtt(t, harness.mqttUrl, options)
@@ -134,5 +138,28 @@ t.test('a kit repeating one unknown token is one guess: the kits behind its addr
   for (let i = 0; i < SMALL.addressFailures * 3; i++) t.ok(await acknowledged(archived, 'device/sck/gone00/readings/raw', RAW), `repeat ${i + 1}`)
   const device = await connectMqtt(t, harness.mqttUrl, { clientId: 'c3d4e5' })
   t.ok(await acknowledged(device, 'device/sck/c3d4e5/readings/raw', RAW), 'the neighbour publishes')
+  await until(async () => await kit.stored() >= 1, 5000, 'the reading')
+})
+
+t.test('a CONNECT under a wrong token, as the client id or as the username, counts for the address once it publishes', async (t) => {
+  const harness = await platform(t)
+  const kit = await kitWithToken(harness, 'e5f6a7')
+  for (let i = 0; i < SMALL.addressFailures; i++) {
+    const guess = `yy00${i}y`
+    const options = i % 2 === 0 ? { clientId: guess } : { clientId: `integration-${i}`, username: guess, password: 'password' }
+    const guesser = await connectMqtt(t, harness.mqttUrl, options)
+    t.ok(await acknowledged(guesser, `device/sck/${guess}/readings/raw`, RAW), `guess ${i + 1} (${'username' in options ? 'username' : 'client id'}) is acknowledged, as a known token's publish is`)
+    await guesser.endAsync()
+  }
+  const device = await connectMqtt(t, harness.mqttUrl, { clientId: 'e5f6a7' })
+  t.notOk(await acknowledged(device, 'device/sck/e5f6a7/readings/raw', RAW), 'then the address is locked out, the right token too')
+  t.equal(await kit.stored(), 0, 'nothing was stored')
+})
+
+t.test('tokens of the older forms (before the platform made them all) keep working', async (t) => {
+  const harness = await platform(t)
+  const kit = await kitWithToken(harness, 'Older_form-token-1234')
+  const device = await connectMqtt(t, harness.mqttUrl, { clientId: 'Older_form-token-1234' })
+  t.ok(await acknowledged(device, 'device/sck/Older_form-token-1234/readings/raw', RAW), 'acknowledged')
   await until(async () => await kit.stored() >= 1, 5000, 'the reading')
 })

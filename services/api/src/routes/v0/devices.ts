@@ -149,6 +149,24 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     return { message: 'OK' }
   })
 
+  app.post('/devices/:id/device_token', {
+    schema: {
+      tags,
+      summary: 'Issue a new device token (owner or admin); the old one stops working at once',
+      description: 'Device tokens are made by the platform (6 lower-case letters and digits, from a cryptographic random source) and are never chosen: ' +
+        'a device_token in a POST or PATCH body is refused with 422. Configure the kit with the token of the answer.',
+      operationId: 'regenerateDeviceToken',
+      security: SIGNED_IN,
+      params: Id,
+      response: { 200: Type.Ref('Device'), ...errorResponses(401, 403, 404, 429) }
+    }
+  }, async (request) => {
+    const viewer = requireViewer(request)
+    const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
+    const row = await deviceService.regenerateDeviceToken(ctx.database.db, device, viewer, ctx.clock())
+    return await reread(request, row.id)
+  })
+
   app.post('/devices/:id/restore', {
     schema: {
       tags,

@@ -1,5 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { errors, findDeviceByMac, ingestReadings } from '@esp/domain'
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, ingestReadings, legacyAddDevice, legacyMac } from '@esp/domain'
 import { errorResponses } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
@@ -11,6 +11,8 @@ export function legacyClock (now: Date): string {
 
 const THREE_YEARS_MS = 3 * 365 * 24 * 3600 * 1000
 const METHODS = ['GET', 'POST', 'PATCH', 'PUT'] as const
+/** Stores under way after their answer; past this many a request waits for its own before answering. */
+const MAX_PENDING = 64
 // The handler writes the string itself (not JSON-quoted); the serializer never sees it.
 const Clock = { type: 'string', description: 'the clock, unquoted, though served as application/json', example: 'UTC:2026,1,5,09,30,00#' }
 
@@ -18,33 +20,41 @@ function header (value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
 
+interface AddRequest { address: string, mac: string, data: string, apiKey: string | undefined, log: FastifyBaseLogger }
+
 /**
  * The older form's HTTP devices (SCK 1.x): `/add` carries readings in X-SmartCitizenData as flat
  * objects keyed by the kit's sensor keys, identified by X-SmartCitizenMacADDR; `/datetime` tells the
  * clock. The firmware reads the unquoted clock string, served as application/json as it always was.
+ *
+ * `/add` answers the clock whatever happens, as the reference does (behaviour.md §6.3), and answers
+ * it before the device is looked up: neither the answer nor its timing can tell whether a MAC
+ * address exists. Readings are stored only into a device that speaks /add (legacyAddDevice), and
+ * a MAC that finds none counts as a failed device secret of the caller's address, in the count
+ * MQTT's guessed tokens share; a locked-out address stores nothing.
  */
 export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteContext): Promise<void> {
   const sendClock = (reply: FastifyReply): FastifyReply => reply.type('application/json; charset=utf-8').header('cache-control', 'no-store').send(legacyClock(ctx.clock()))
   const tags = ['readings']
+  const pending = ctx.legacyPending
+  // Shutdown waits for the stores already answered for.
+  fastify.addHook('onClose', async () => { await Promise.allSettled([...pending]) })
 
-  const add = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const mac = header(request.headers['x-smartcitizenmacaddr'])?.trim().toLowerCase()
-    const raw = header(request.headers['x-smartcitizendata'])
-    if (mac === undefined || raw === undefined) return sendClock(reply)
-    if (!/^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/.test(mac)) throw errors.badRequest('X-SmartCitizenMacADDR is not a MAC address', { 'X-SmartCitizenMacADDR': ['is invalid'] })
-    let entries: unknown
-    try {
-      entries = JSON.parse(raw)
-    } catch {
-      throw errors.badRequest('X-SmartCitizenData is not JSON', { 'X-SmartCitizenData': ['is not a JSON array'] })
+  const store = async ({ address, mac, data, apiKey, log }: AddRequest): Promise<void> => {
+    if (ctx.guesses.locked(address)) return
+    const device = await legacyAddDevice(ctx.database.sql, mac, apiKey)
+    if (device === null) {
+      // Each distinct MAC once, as a token: a kit repeating the MAC of an archived device is one guess.
+      await ctx.guesses.failed(address, `mac:${legacyMac(mac) ?? mac.trim().toLowerCase().slice(0, 64)}`)
+      return
     }
-    if (!Array.isArray(entries)) throw errors.badRequest('X-SmartCitizenData must be a JSON array', { 'X-SmartCitizenData': ['is not a JSON array'] })
-    const device = await findDeviceByMac(ctx.database.sql, mac.replace(/-/g, ':'))
-    if (device === null) throw errors.notFound('Device', mac)
+    let entries: unknown
+    try { entries = JSON.parse(data) } catch { return }
+    if (!Array.isArray(entries)) return
     // Flat objects become the contract's shape; keys the kit does not know are left out, as the
     // established platform does, so a firmware's extra fields never reject its readings.
     const known = new Set((await ctx.database.sql<{ key: string }[]>`select key from kit_sensors where kit_id = ${device.kitId}`).map((r) => r.key))
-    const data = entries.map((entry: unknown) => {
+    const readings = entries.map((entry: unknown) => {
       const record = typeof entry === 'object' && entry !== null ? entry as Record<string, unknown> : {}
       const { timestamp, ...values } = record
       return {
@@ -52,9 +62,27 @@ export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteCo
         sensors: Object.entries(values).filter(([key]) => known.has(key)).map(([key, value]) => ({ id: key, value }))
       }
     }).filter((entry) => entry.sensors.length > 0)
-    if (data.length > 0) {
-      const now = ctx.clock()
-      await ingestReadings({ ...ctx.ingest, limits: { ...ctx.ingest.limits, minTime: new Date(now.getTime() - THREE_YEARS_MS) } }, device, data)
+    if (readings.length === 0) return
+    const now = ctx.clock()
+    try {
+      await ingestReadings({ ...ctx.ingest, limits: { ...ctx.ingest.limits, minTime: new Date(now.getTime() - THREE_YEARS_MS) } }, device, readings)
+    } catch (err) {
+      // Swallowed, as the reference does: the kit reads nothing but the clock.
+      if (err instanceof ApiError && err.statusCode < 500) log.debug({ err: { code: err.code, message: err.message } }, 'legacy readings rejected')
+      else throw err
+    }
+  }
+
+  const add = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const mac = header(request.headers['x-smartcitizenmacaddr'])
+    const data = header(request.headers['x-smartcitizendata'])
+    if (mac !== undefined && data !== undefined) {
+      const work = store({ address: request.ip, mac, data, apiKey: header(request.headers['x-smartcitizenapikey']), log: request.log })
+        .catch((err: unknown) => { request.log.warn({ err }, 'legacy readings not stored') })
+        .finally(() => { pending.delete(work) })
+      pending.add(work)
+      // Backpressure when stores pile up: this request's answer then waits for its own.
+      if (pending.size > MAX_PENDING) await work
     }
     return sendClock(reply)
   }
@@ -74,10 +102,13 @@ export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteCo
       schema: {
         tags,
         summary: 'Older form: readings in the X-SmartCitizenData header (JSON array of {<sensor key>: value, timestamp}), device by X-SmartCitizenMacADDR',
-        description: 'Headers: `X-SmartCitizenMacADDR` (the MAC address of a registered device) and `X-SmartCitizenData` ' +
-          '(a JSON array of objects keyed by the kit\'s sensor keys, with a `timestamp`). Without them the answer is the clock alone.',
+        description: 'Headers: `X-SmartCitizenMacADDR` (the MAC address of the device) and `X-SmartCitizenData` ' +
+          '(a JSON array of objects keyed by the kit\'s sensor keys, with a `timestamp` at most 3 years old). The answer is always the clock, ' +
+          'before and whatever the readings become, as the older platform answered. Readings are stored only into an active device whose kit is a ' +
+          'SmartCitizen Kit 1.0 or 1.1 (kit_id 2 or 3: the owner\'s opt-in), and into a private one only when `X-SmartCitizenApiKey` is its owner\'s ' +
+          '`legacy_api_key`. A MAC address that finds no such device counts as a failed credential of the caller\'s address, with guessed MQTT device tokens.',
         operationId: `legacyAdd${suffix}`,
-        response: { 200: Clock, ...errorResponses(400, 404, 413, 422) }
+        response: { 200: Clock, ...errorResponses(413, 429) }
       },
       handler: add
     })

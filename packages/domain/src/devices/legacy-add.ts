@@ -1,0 +1,40 @@
+import type { Sql } from '@esp/db'
+import { safeEqual } from '../auth/secrets.js'
+import type { DeviceAccess } from './device-access.js'
+
+/**
+ * The kits whose firmware posts readings to the older `/add` (SCK 1.0 and 1.1; clients.md §1.5):
+ * a device of one of them, and only such a device, takes readings by its MAC address. An owner
+ * opts a device in by giving it one of these kits (kit_id 2 or 3).
+ */
+export const LEGACY_ADD_KIT_SLUGS: readonly string[] = ['sck:1,0', 'sck:1,1']
+
+const MAC = /^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/
+
+/** `X-SmartCitizenMacADDR` as the database holds MACs (lower case, colons), or null when it is none. */
+export function legacyMac (header: string | undefined): string | null {
+  const mac = header?.trim().toLowerCase()
+  return mac !== undefined && MAC.test(mac) ? mac.replace(/-/g, ':') : null
+}
+
+interface Row { id: number, owner_id: number, is_private: boolean, kit_id: number | null, forwarding_token: string | null, legacy_api_key: string | null }
+
+/**
+ * The device `/add` may store into (issue 34), or null: an active device of a legacy kit with this
+ * MAC address; a private one only when the request also carries its owner's `legacy_api_key` (the
+ * firmware's `X-SmartCitizenApiKey`), never by its MAC alone. Null says nothing more: an unknown
+ * MAC, another kind of device and a private one without its key are one and the same answer.
+ */
+export async function legacyAddDevice (sql: Sql, macHeader: string | undefined, apiKey: string | undefined): Promise<DeviceAccess | null> {
+  const mac = legacyMac(macHeader)
+  if (mac === null) return null
+  const [row] = await sql<Row[]>`
+    select d.id, d.owner_id, d.is_private, d.kit_id, u.legacy_api_key,
+      case when d.enable_forwarding then u.forwarding_token end as forwarding_token
+    from devices d join users u on u.id = d.owner_id join kits k on k.id = d.kit_id
+    where d.archived_at is null and d.mac_address = ${mac}::macaddr and k.slug = any(${[...LEGACY_ADD_KIT_SLUGS]}::text[])
+    order by d.id desc limit 1`
+  if (row === undefined) return null
+  if (row.is_private && (apiKey === undefined || row.legacy_api_key === null || !safeEqual(row.legacy_api_key, apiKey.trim()))) return null
+  return { id: row.id, ownerId: row.owner_id, isPrivate: row.is_private, kitId: row.kit_id, forwardingToken: row.forwarding_token }
+}
