@@ -33,8 +33,17 @@ t.test('the /docs page: Authorize with a token from POST /sessions, then GET /v0
   t.teardown(async () => { await browser.close() })
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } })
   const requests: string[] = []
+  const problems: string[] = []
   page.on('request', (request) => { requests.push(request.url()) })
-  await page.goto(`${base}/docs/`)
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()) })
+  page.on('pageerror', (err) => { problems.push(err.message) })
+  const served = await page.goto(`${base}/docs/`)
+  const headers = served?.headers() ?? {}
+  t.match(headers['content-security-policy'], /(^|; )script-src 'self'(;|$)/, 'a Content-Security-Policy: scripts from this origin only')
+  t.match(headers['content-security-policy'], /(^|; )frame-ancestors 'none'(;|$)/, 'and no site may frame the page')
+  t.equal(headers['x-frame-options'], 'DENY', 'nor in browsers that only know X-Frame-Options')
+  await page.locator('.information-container .title').waitFor()
+  t.ok(await page.locator('.opblock').count() > 50, 'the page draws the operations under its policy')
 
   // Authorize: the bearer scheme of the modal takes the token.
   await page.locator('.auth-wrapper button.authorize').click()
@@ -65,4 +74,12 @@ t.test('the /docs page: Authorize with a token from POST /sessions, then GET /v0
   t.ok(existsSync(shot), 'a screenshot of the page')
 
   t.same(requests.filter((r) => !r.startsWith(base)), [], 'the page loads nothing from elsewhere')
+  t.same(problems, [], 'no script errors and nothing the policy refused')
+
+  // Framed by a page of another origin (here an opaque one): the browser shows nothing of it.
+  const framer = await browser.newPage()
+  await framer.setContent(`<iframe src="${base}/docs/" width="800" height="600"></iframe>`)
+  await framer.waitForTimeout(1500)
+  const framed = framer.frames().find((frame) => frame !== framer.mainFrame())
+  t.equal(await framed?.locator('#swagger-ui').count() ?? 0, 0, 'framed, the page is not drawn')
 })

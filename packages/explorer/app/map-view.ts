@@ -32,6 +32,13 @@ function unwrapGeometry (geometry: Geometry): Geometry {
   return geometry
 }
 
+/** A span holding text as text: what Leaflet is given instead of HTML strings. */
+function textElement (text: string): HTMLSpanElement {
+  const span = document.createElement('span')
+  span.textContent = text
+  return span
+}
+
 export const CONDITION_COLOUR: Record<DeviceCondition, string> = { online: '#138a5b', offline: '#d9822b', new: '#5b6bd6' }
 
 /**
@@ -121,12 +128,12 @@ export class DeviceMap {
         const count = props.point_count
         const share = props.online / count
         const size = count < 10 ? 30 : count < 100 ? 36 : count < 1000 ? 44 : 52
+        const label = textElement(String(props.point_count_abbreviated))
+        label.style.setProperty('--share', `${Math.round(share * 100)}%`)
+        label.style.width = `${size}px`
+        label.style.height = `${size}px`
         const marker = L.marker([lat, lng], {
-          icon: L.divIcon({
-            className: 'cluster',
-            html: `<span style="--share:${Math.round(share * 100)}%;width:${size}px;height:${size}px">${props.point_count_abbreviated}</span>`,
-            iconSize: [size, size]
-          }),
+          icon: L.divIcon({ className: 'cluster', html: label, iconSize: [size, size] }),
           title: `${count} devices, ${props.online} online`,
           alt: `${count} devices`,
           keyboard: true
@@ -145,7 +152,8 @@ export class DeviceMap {
           fillColor: CONDITION_COLOUR[point.condition],
           fillOpacity: 0.95
         })
-        marker.bindTooltip(point.name, { direction: 'top', offset: [0, -6] })
+        // An element, never a string: Leaflet writes a string tooltip as HTML, and names are the owners'.
+        marker.bindTooltip(() => textElement(point.name), { direction: 'top', offset: [0, -6] })
         marker.on('click', () => { this.onOpen(point.id) })
         this.layer.addLayer(marker)
       }

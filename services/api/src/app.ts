@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, postgresRunner } from '@esp/db'
-import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, OLDEST_READING, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
+import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, exportLinkSecret, OLDEST_READING, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
 import { applicationRoutes } from './routes/v0/applications.js'
@@ -33,6 +33,8 @@ export interface ApiDeps {
   clock?: Clock
   /** signs CSV archive links; the exporter must use the same (archiveLinkSecret of the platform secret) */
   archiveLinkSecret?: string
+  /** signs the short-lived links of a device's streamed export (exportLinkSecret of the platform secret); replicas must share it */
+  exportLinkSecret?: string
   /** how far ahead of the clock an imported reading may be (READINGS_MAX_FUTURE_SECONDS) */
   readingsMaxFutureSeconds?: number
   /** the largest CSV import body (CSV_IMPORT_MAX_BYTES) */
@@ -107,6 +109,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       ...ctx,
       exports: {
         linkSecret: deps.archiveLinkSecret ?? archiveLinkSecret(deps.uploadSecret),
+        exportLinkSecret: deps.exportLinkSecret ?? exportLinkSecret(deps.uploadSecret),
         archiveDir: archiveDir(deps.dataDir),
         importLimits: { maxFutureMs: (deps.readingsMaxFutureSeconds ?? 86_400) * 1000, minTime: OLDEST_READING },
         importMaxBytes: deps.csvImportMaxBytes ?? 16 * 1024 * 1024,

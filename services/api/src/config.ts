@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { type Static, Type } from '@sinclair/typebox'
 import { AuthConfig, DbConfig, ExplorerConfig, ExportConfig, HttpConfig, LogConfig, RateLimitConfig, ReadingsConfig, UploadConfig } from '@esp/config'
 import { type Database, readUrls } from '@esp/db'
-import { archiveLinkSecret } from '@esp/domain'
+import { archiveLinkSecret, exportLinkSecret } from '@esp/domain'
 import { explorerDist } from '@esp/explorer'
 import type { ApiDeps } from './app.js'
 import { explorerBuilt } from './explorer.js'
@@ -26,6 +26,7 @@ export function apiDeps (config: ApiSettings, database: Database, secret: string
     maxBuckets: config.READINGS_MAX_BUCKETS,
     uploadSecret: createHash('sha256').update(`upload-policy:${secret}`).digest('base64url'),
     archiveLinkSecret: archiveLinkSecret(secret),
+    exportLinkSecret: exportLinkSecret(secret),
     readingsMaxFutureSeconds: config.READINGS_MAX_FUTURE_SECONDS,
     csvImportMaxBytes: config.CSV_IMPORT_MAX_BYTES,
     exportMaxConcurrent: config.EXPORT_MAX_CONCURRENT,

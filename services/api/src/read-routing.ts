@@ -52,7 +52,7 @@ export const REPLICA_READ_ROUTES: ReadonlySet<string> = new Set([
 /**
  * THE rule of which connection serves a request. A replica serves only
  *   - a GET or HEAD of a route in REPLICA_READ_ROUTES,
- *   - from a caller without credentials,
+ *   - from a caller without credentials (nor a download link, which stands for its user),
  *   - when a replica is in rotation (no further behind than DATABASE_READ_MAX_LAG_SECONDS);
  * everything else reads the primary.
  *
@@ -66,9 +66,13 @@ export const REPLICA_READ_ROUTES: ReadonlySet<string> = new Set([
  * map) already lets any proxy serve that old; the replica's bound is the lag limit.
  */
 export function mayReadReplica (request: FastifyRequest): boolean {
-  return request.viewer === null && (request.method === 'GET' || request.method === 'HEAD') &&
+  return request.viewer === null && !viaExportLink(request) && (request.method === 'GET' || request.method === 'HEAD') &&
     REPLICA_READ_ROUTES.has(request.routeOptions.url ?? '')
 }
+
+/** An export through a link of POST …/export/link is its user's request (read-your-writes), though it carries no credential. */
+const viaExportLink = (request: FastifyRequest): boolean =>
+  typeof request.query === 'object' && request.query !== null && 'download_key' in request.query
 
 export interface ReadRoutingOptions {
   primary: Database

@@ -125,6 +125,9 @@ t.test('the access matrix: every route that shows or changes a device or a user,
     { route: 'GET /devices/:id', byId: true, expect: readable, request: (d) => ({ url: `/v0/devices/${d.id}` }) },
     { route: 'PATCH /devices/:id', byId: true, expect: { public: [401, 403, 403, 200, 200], private: [401, 404, 404, 200, 200] }, request: (d) => json('PATCH', `/v0/devices/${d.id}`, { description: 'patched' }) },
     { route: 'PUT /devices/:id', byId: true, expect: { public: [401, 403, 403, 200, 200], private: [401, 404, 404, 200, 200] }, request: (d) => json('PUT', `/v0/devices/${d.id}`, { description: 'put' }) },
+    // A new token of the platform's making (issue 34); a body's device_token is refused for everyone (token-oracle.test.ts).
+    { route: 'POST /devices/:id/device_token', byId: true, fresh: 'active', expect: { public: [401, 403, 403, 200, 200], private: [401, 404, 404, 200, 200] }, request: (d) => ({ method: 'POST', url: `/v0/devices/${d.id}/device_token` }) },
+    { route: 'PATCH /devices/:id {device_token}', byId: true, expect: { public: [401, 403, 403, 422, 422], private: [401, 404, 404, 422, 422] }, request: (d) => json('PATCH', `/v0/devices/${d.id}`, { device_token: 'ch0sen' }) },
     { route: 'DELETE /devices/:id', byId: true, fresh: 'active', expect: { public: [401, 403, 403, 200, 200], private: [401, 404, 404, 200, 200] }, request: (d) => ({ method: 'DELETE', url: `/v0/devices/${d.id}` }) },
     // Only admins restore; everyone else is refused before the device is looked up, so nothing is learnt.
     { route: 'POST /devices/:id/restore', byId: true, fresh: 'archived', expect: { public: [401, 403, 403, 403, 200], private: [401, 403, 403, 403, 200] }, request: (d) => ({ method: 'POST', url: `/v0/devices/${d.id}/restore` }) },
@@ -143,6 +146,10 @@ t.test('the access matrix: every route that shows or changes a device or a user,
     // Readings
     { route: 'GET /devices/:id/readings', byId: true, expect: readable, request: (d) => ({ url: `/v0/devices/${d.id}/readings?${history}` }) },
     { route: 'GET /devices/:id/readings/export', byId: true, expect: readable, request: (d) => ({ url: `/v0/devices/${d.id}/readings/export?format=ndjson` }) },
+    // A short-lived link for a browser's download: for whoever may see the device, as that user.
+    { route: 'POST /devices/:id/readings/export/link', byId: true, expect: { public: [401, 200, 200, 200, 200], private: [401, 404, 404, 200, 200] }, request: (d) => ({ method: 'POST', url: `/v0/devices/${d.id}/readings/export/link` }) },
+    // A forged link's key is refused before the device is looked up, whoever sends it.
+    { route: 'GET /devices/:id/readings/export (forged download link)', byId: true, expect: { public: all(403), private: all(403) }, request: (d) => ({ url: `/v0/devices/${d.id}/readings/export?format=ndjson&download_key=1.4102444800.${'A'.repeat(43)}` }) },
     { route: 'GET /devices/:id/readings/csv_archive', byId: true, fresh: 'active', expect: ownerOrAdmin(200), request: (d) => ({ url: `/v0/devices/${d.id}/readings/csv_archive` }) },
     // The mailed link is the credential; a forged one is refused before the device is looked up.
     { route: 'GET /devices/:id/readings/csv_archive/:file (forged link)', byId: true, expect: { public: all(403), private: all(403) }, request: (d) => ({ url: `/v0/devices/${d.id}/readings/csv_archive/${d.id}_1764000000000.csv?expires=4102444800&signature=forged` }) },

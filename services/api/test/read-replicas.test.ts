@@ -62,6 +62,17 @@ t.test('reads on a streaming replica', async (t) => {
   t.notOk(text.includes(new URL(pair.replicaUrl).password), 'the replica\'s password is not in the metrics')
   t.match(text, `esp_db_replica_lag_bytes{replica="${label}"} `)
 
+  await t.test('a download link stands for its user, who carries no credential: the primary serves it', async (t) => {
+    const link = await app.inject({ method: 'POST', url: `/v0/devices/${id}/readings/export/link`, headers: bearer(owner.token) })
+    t.equal(link.statusCode, 200)
+    const url = new URL((link.json() as { url: string }).url)
+    const before = await served()
+    t.equal((await app.inject({ url: `/v0/devices/${id}/readings/export` })).statusCode, 200, 'the export without it')
+    t.equal(await served(), before + 1, 'is an anonymous read the replica serves')
+    t.equal((await app.inject({ url: `${url.pathname}${url.search}` })).statusCode, 200, 'the export through the link')
+    t.equal(await served(), before + 1, 'is not')
+  })
+
   await t.test('(a) an anonymous read is served by the replica: paused replay keeps the old data', async (t) => {
     await pair.replicaAdmin`select pg_wal_replay_pause()`
     const patched = await app.inject({ method: 'PATCH', url: `/v0/devices/${id}`, headers: bearer(owner.token), payload: { name: 'After' } })

@@ -3,6 +3,7 @@ export { archiveCopySql, csvCell, exportByTimeCopySql, exportCopySql, type Expor
 export { DEVICES_CSV_HEADER, EXPORT_CSV_HEADER, ExportLines } from './export-lines.js'
 export { PARQUET_ROW_GROUP } from './export-parquet.js'
 export { wideColumnLabel, type WideColumn } from './export-wide.js'
+export { createExportLink, EXPORT_LINK_TTL_SECONDS, exportLinkSecret, exportLinkViewer, type ExportLinkContext } from './export-link.js'
 export { EXPORT_FORMATS, openDevicesExport, openReadingsExport, type ExportFormat, type ExportParams, type OpenedExport } from './export-stream.js'
 export { MAX_EXPORT_DEVICE_IDS, type DevicesExportParams } from './export-selection.js'
 export { createCsvImport, csvImportStatus, parseSdCsv, runCsvImport, validateSdCsv, type ImportContext, type ImportJobContext, type ImportLimits, type ImportView, type ParsedCsv } from './csv-import.js'

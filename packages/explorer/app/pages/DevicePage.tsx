@@ -1,3 +1,4 @@
+import type { JSX } from 'preact'
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, ApiError, errorText } from '../api.js'
 import { Chart, type Series } from '../chart.js'
@@ -139,15 +140,27 @@ export function DevicePage ({ id }: { id: number }) {
   const place = [device.location?.city, device.location?.country].filter(Boolean).join(', ')
   // The range shown: a custom one as chosen; "last day" and the like end when the button is
   // pressed, so readings that arrived live since the range was picked are in the file too.
-  const exportUrl = (now: number): string => {
+  const exportParams = (now: number): URLSearchParams => {
     const preset = RANGES.find((r) => r.name === controls.range)
     const to = preset === undefined ? controls.to : Math.max(now, controls.to)
     const from = preset === undefined ? controls.from : to - preset.seconds * 1000
-    const params = new URLSearchParams({ format: 'csv', from: isoSeconds(from), to: isoSeconds(to) })
-    // A private device is only exported to its owner: a link cannot carry the header, the query can.
-    const signedIn = session()
-    if (device.data_policy?.is_private === true && signedIn !== null) params.set('access_token', signedIn.token)
-    return `/v0/devices/${device.id}/readings/export?${params.toString()}`
+    return new URLSearchParams({ format: 'csv', from: isoSeconds(from), to: isoSeconds(to) })
+  }
+  const exportUrl = (now: number): string => `/v0/devices/${device.id}/readings/export?${exportParams(now).toString()}`
+  // A link cannot carry the Authorization header, and a session token in an address would stay in
+  // history and logs: a private device's download asks for a short-lived link of its own instead.
+  const download = (e: JSX.TargetedMouseEvent<HTMLAnchorElement>): void => {
+    e.currentTarget.href = exportUrl(Date.now())
+    if (device.data_policy?.is_private !== true || session() === null) return
+    e.preventDefault()
+    api<{ url: string }>(`/devices/${device.id}/readings/export/link`, { method: 'POST' }).then((link) => {
+      const url = new URL(link.url, location.href)
+      for (const [key, value] of exportParams(Date.now())) url.searchParams.set(key, value)
+      const anchor = document.createElement('a')
+      anchor.href = `${url.pathname}${url.search}`
+      anchor.download = ''
+      anchor.click()
+    }, (err: unknown) => { setHistoryError(errorText(err)) })
   }
 
   return (
@@ -234,7 +247,7 @@ export function DevicePage ({ id }: { id: number }) {
               {FUNCTIONS.map((f) => <option key={f} value={f}>{f}</option>)}
             </select>
           </label>
-          <a class='button' href={exportUrl(controls.to)} download onClick={(e) => { e.currentTarget.href = exportUrl(Date.now()) }}>Download CSV</a>
+          <a class='button' href={exportUrl(controls.to)} download onClick={download}>Download CSV</a>
         </form>
         <ErrorNote message={historyError} onRetry={() => { setAttempt((n) => n + 1) }} />
         <div class='charts'>

@@ -5,8 +5,8 @@ import { finished } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  createCsvImport, csvImportStatus, errors, EXPORT_FORMATS, type ExportSlotLimits, ExportSlots, type ExportTimeouts, findDeviceAccess, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport,
-  openReadingsExport, requestCsvArchive, verifyArchiveLink, watchExport
+  createCsvImport, createExportLink, csvImportStatus, errors, EXPORT_FORMATS, EXPORT_LINK_TTL_SECONDS, type ExportSlotLimits, ExportSlots, type ExportTimeouts, exportLinkViewer, findDeviceAccess,
+  formatTimestamp, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport, openReadingsExport, requestCsvArchive, verifyArchiveLink, type Viewer, watchExport
 } from '@esp/domain'
 import { baseUrl, binaryFile, EXPORT_COST, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
@@ -16,6 +16,8 @@ export interface ExportRouteContext extends ApiContext {
   exports: {
     /** verifies the exporter's download links */
     linkSecret: string
+    /** signs and verifies the short-lived links of a device's streamed export */
+    exportLinkSecret: string
     /** DATA_DIR/archives, written by the exporter */
     archiveDir: string
     importLimits: ImportLimits
@@ -60,6 +62,10 @@ const exportQuery = {
   to: Type.Optional(parsedParam(Type.String({ format: 'date-time', description: 'as for GET readings; default: the last reading' }))),
   sensor_id: Type.Optional(parsedParam(Type.Integer({ minimum: 1, maximum: 999_999_999, description: 'one sensor only' })))
 }
+const ExportLink = Type.Object({
+  url: Type.String({ description: 'GET it as it is, or with format, from, to and sensor_id added; no other credential is needed' }),
+  expires_at: Type.String({ format: 'date-time', description: `when the link stops working (${EXPORT_LINK_TTL_SECONDS / 60} minutes after it was made)` })
+})
 const CsvImportForm = multipartForm(Type.Object({ file: binaryFile("the SD card's CSV file") }, { required: ['file'] }))
 
 /** CSV archive (contract), the streamed export and the historical CSV import (issue 7). */
@@ -116,8 +122,8 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
    * time, loses its socket: the reply's stream is then destroyed, which cancels the COPY and closes
    * its connection, and that frees the slot.
    */
-  const streamExport = async (request: FastifyRequest, reply: FastifyReply, open: () => Promise<OpenedExport>): Promise<FastifyReply> => {
-    const slot = slots.take(request.viewer, request.ip)
+  const streamExport = async (request: FastifyRequest, reply: FastifyReply, open: () => Promise<OpenedExport>, viewer: Viewer | null = request.viewer): Promise<FastifyReply> => {
+    const slot = slots.take(viewer, request.ip)
     let opened
     try {
       opened = await open()
@@ -136,6 +142,8 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
     return reply.type(opened.contentType).header('content-disposition', `attachment; filename=${opened.filename}`).send(opened.stream)
   }
 
+  const linkContext = { database: ctx.database, secret: ctx.exports.exportLinkSecret, now: ctx.clock }
+
   app.get('/devices/:device_id/readings/export', {
     config: { cost: EXPORT_COST },
     schema: {
@@ -143,10 +151,35 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       summary: 'Streams every reading of a range: CSV, NDJSON or Parquet with one row per value by sensor then time, or a wide CSV with one line per time and a column per sensor',
       operationId: 'exportReadings',
       params: DeviceParams,
-      querystring: Type.Object(exportQuery),
-      response: exportResponses
+      querystring: Type.Object({
+        ...exportQuery,
+        download_key: Type.Optional(Type.String({ maxLength: 100, description: 'the key of a link from POST …/readings/export/link: the export as the user who asked for it, for this device only, until the link expires' }))
+      }),
+      response: { ...exportResponses, ...errorResponses(403) }
     }
-  }, async (request, reply) => await streamExport(request, reply, async () => await openReadingsExport(request.reads.database, request.viewer, request.params.device_id, request.query)))
+  }, async (request, reply) => {
+    const key = request.query.download_key
+    if (key === undefined) return await streamExport(request, reply, async () => await openReadingsExport(request.reads.database, request.viewer, request.params.device_id, request.query))
+    const viewer = await exportLinkViewer(linkContext, request.params.device_id, key)
+    // What a link downloads may be private: no shared cache keeps it (the request itself carries no credential).
+    reply.header('cache-control', 'private, no-store')
+    return await streamExport(request, reply, async () => await openReadingsExport(request.reads.database, viewer, request.params.device_id, request.query), viewer)
+  })
+
+  app.post('/devices/:device_id/readings/export/link', {
+    schema: {
+      tags,
+      summary: `A link to GET …/readings/export of this device without a session token in its address (for a browser's download), good for ${EXPORT_LINK_TTL_SECONDS / 60} minutes`,
+      operationId: 'createExportLink',
+      security: SIGNED_IN,
+      params: DeviceParams,
+      response: { 200: ExportLink, ...errorResponses(401, 404, 429) }
+    }
+  }, async (request, reply) => {
+    const link = await createExportLink(linkContext, request.viewer, request.params.device_id)
+    reply.header('cache-control', 'no-store')
+    return { url: `${baseUrl(request)}/v0/devices/${link.deviceId}/readings/export?download_key=${link.key}`, expires_at: formatTimestamp(link.expiresAt) }
+  })
 
   app.get('/readings/export', {
     config: { cost: EXPORT_COST },
