@@ -1,4 +1,4 @@
-import { pgArrayLiteral, pgDate, pgDateOrNull, type Runner, type Tier } from './engine.js'
+import { pgArrayLiteral, pgDateOrNull, type Runner, type Tier } from './engine.js'
 import { type AggregateState, stateOf } from './states.js'
 import { COPY_BINARY_HEADER, timestampMsAt } from '../copy-binary.js'
 
@@ -302,15 +302,6 @@ function integer (n: number): string {
 function quoted (text: string): string {
   if (!/^[\w :.+-]*$/.test(text)) throw new Error(`not a time or an interval: ${text}`)
   return `'${text}'`
-}
-
-/** Raw points for the raw rollup (each reading its own bucket), at most `limit`. */
-export async function rawPoints (runner: Runner, q: StateQuery & { limit: number }): Promise<{ recorded_at: Date, value: number }[]> {
-  const rows = await runner.query<{ recorded_at: unknown, value: number }>(`
-    select recorded_at, value from readings
-    where device_id = $1 and sensor_id = $2 and recorded_at >= $3 and recorded_at < $4
-    order by recorded_at desc limit $5`, [q.deviceId, q.sensorId, q.from, q.until, q.limit])
-  return rows.map((r) => ({ recorded_at: pgDate(r.recorded_at), value: r.value }))
 }
 
 /**

@@ -1,4 +1,4 @@
-import { addValue, BucketStates, mergeInto, rawPairs, rawPoints, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
+import { addValue, BucketStates, mergeInto, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
 import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
@@ -213,13 +213,22 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   const until = new Date(window.to.getTime() + 1)
 
   if (rollup.raw) {
-    const points = await rawPoints(runner, { ...base, from: readFrom, until, limit: window.perSeries + 1 })
-    if (points.length > window.perSeries) throw tooManyBuckets(points.length, rollup.text, window.perSeries)
-    await ctx.charge?.(points.length)
-    const starts = Float64Array.from(points, (p) => p.recorded_at.getTime())
-    const values = Float64Array.from(points, (p) => finalize(stateOf(p.recorded_at.getTime(), p.value), fn) ?? NaN)
+    // Packed pairs, as the fine rollups read them: as rows, each reading's Date and object cost
+    // the loop 25 ms a sensor-year. Over the limit is a 400, so which readings fill it is moot.
+    const pairs = await rawPairs(runner, { ...base, from: readFrom, until, limit: window.perSeries + 1 })
+    const count = pairs.length / 2
+    if (count > window.perSeries) throw tooManyBuckets(count, rollup.text, window.perSeries)
+    await ctx.charge?.(count)
+    // In time order from rawPairs; the answer is newest first.
+    const starts = new Float64Array(count)
+    const values = new Float64Array(count)
+    for (let i = 0, at = pairs.length - 2; i < count; i++, at -= 2) {
+      const time = pairs[at] as number
+      starts[i] = time
+      values[i] = finalize(stateOf(time, pairs[at + 1] as number), fn) ?? NaN
+    }
     // A null value is still a reading: the count counts rows, as sample_size does.
-    return { readings: new RollupSeries(starts, values, coverage ? new Float64Array(points.length).fill(1) : undefined), sampleSize: points.length }
+    return { readings: new RollupSeries(starts, values, coverage ? new Float64Array(count).fill(1) : undefined), sampleSize: count }
   }
 
   // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
