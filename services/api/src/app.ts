@@ -1,7 +1,7 @@
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { type Database, postgresRunner } from '@esp/db'
+import { type Database, historyRunner } from '@esp/db'
 import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, exportLinkSecret, OLDEST_READING, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
@@ -68,7 +68,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
 
   const ctx: ApiContext = {
     database: deps.database,
-    history: postgresRunner(deps.database.sql),
+    history: historyRunner(deps.database.sql),
     send: async (tx, key, payload) => { await sendJob(boss, tx, key, payload) },
     clock: deps.clock ?? systemClock,
     worldMap: new WorldMap(deps.database.sql, deps.clock ?? systemClock),

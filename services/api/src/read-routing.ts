@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
-import { type Database, databaseUnavailableReason, postgresRunner, ReadReplicas, type Replica, type Runner } from '@esp/db'
+import { type Database, databaseUnavailableReason, historyRunner, ReadReplicas, type Replica, type Runner } from '@esp/db'
 import { type Clock, WorldMap } from '@esp/domain'
 import { Counter, Gauge } from '@esp/http'
 
@@ -105,7 +105,7 @@ export async function installReadRouting (app: FastifyInstance, options: ReadRou
   })
   const sources = new Map<Replica, DataSource>(replicas.list.map((replica) => [replica, {
     database: replica.database,
-    history: postgresRunner(replica.database.sql),
+    history: historyRunner(replica.database.sql),
     worldMap: new WorldMap(replica.database.sql, options.clock),
     replica
   }]))

@@ -14,3 +14,4 @@ export async function loadEngine (runner: Runner): Promise<TimeSeriesEngine> {
   return (await engineName(runner)) === 'timescale' ? timescaleEngine() : nativeEngine()
 }
 export { dayOffsetTier, dayOffsetTiers, isTierableOffset, registerDayOffsets } from './day-offsets.js'
+export { boundedRunner, historyRunner } from './history-runner.js'
