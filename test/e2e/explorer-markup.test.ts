@@ -140,7 +140,10 @@ t.test('the explorer draws every user-provided string as text, on every page', a
     const box = await page.locator('.map').boundingBox()
     if (box === null) return ''
     const tooltip = page.locator('.leaflet-tooltip')
-    for (let attempt = 0; attempt < 20 && await tooltip.count() === 0; attempt++) {
+    // The markers are drawn on a canvas once the map has settled, later on a loaded machine: the
+    // pointer goes out and back to the centre until a tooltip opens, for 30 s at most.
+    const until = Date.now() + 30_000
+    while (await tooltip.count() === 0 && Date.now() < until) {
       await page.waitForTimeout(250)
       await page.mouse.move(box.x + 5, box.y + 5)
       await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 4 })
