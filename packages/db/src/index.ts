@@ -5,6 +5,7 @@ export { startEmbeddedPostgres, ensureDatabase, dropDatabase, postgresUserIds, e
 export { migrateDatabase, migrationStatus, expectedMigrationCount, migrationsFolder } from './migrate.js'
 export { seedCatalogue } from './seed.js'
 export { freePort, portIsFree } from './free-port.js'
+export { concurrencyLimit, type ConcurrencyLimit } from './concurrency.js'
 export { CHANGES_CHANNEL, ChangeFeed, notifyChange, type ChangePayload, type ChangeSubscriber } from './changes.js'
 export { copyOut, type CopyOut } from './copy-out.js'
 export { PgCode, pgError, isPgCode, isDatabaseUnavailable, databaseUnavailableReason, databaseUnavailability, type Unavailability } from './pg-errors.js'

@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres'
+import { concurrencyLimit } from '../concurrency.js'
 import { postgresRunner, type Runner } from './engine.js'
 
 /**
@@ -6,20 +7,7 @@ import { postgresRunner, type Runner } from './engine.js'
  * A pipeline's statements count one each: on a pool, postgres.js runs them side by side.
  */
 export function boundedRunner (runner: Runner, limit: number): Runner {
-  let running = 0
-  const waiting: Array<() => void> = []
-  const inTurn = async <T>(work: () => Promise<T>): Promise<T> => {
-    // A slot freed is handed to the next waiter as it is, so running stays counted.
-    if (running < limit) running++
-    else await new Promise<void>((resolve) => { waiting.push(resolve) })
-    try {
-      return await work()
-    } finally {
-      const next = waiting.shift()
-      if (next !== undefined) next()
-      else running--
-    }
-  }
+  const inTurn = concurrencyLimit(limit).run
   const bounded: Runner = {
     query: async <T extends object>(text: string, params?: unknown[]) => await inTurn(async () => await runner.query<T>(text, params)),
     pipeline: async (statements) => await Promise.all(statements.map(async (s) => await inTurn(async () => await runner.query(s.text, s.params)))),

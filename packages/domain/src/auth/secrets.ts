@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { hash, verify } from '@node-rs/argon2'
+import { concurrencyLimit } from '@esp/db'
 
 /** Opaque random secret, URL-safe. */
 export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString('base64url')
@@ -19,24 +20,11 @@ export function safeEqual (a: string, b: string): boolean {
  * bound, so on these two-core machines more at once did not finish sooner. The rest wait in order.
  */
 const ARGON2_AT_ONCE = 2
-let running = 0
-const waiting: Array<() => void> = []
-
-async function withArgon2Slot<T> (work: () => Promise<T>): Promise<T> {
-  // A finished run hands its slot to the next waiter directly, so no newcomer slips in between.
-  if (running >= ARGON2_AT_ONCE) await new Promise<void>((resolve) => { waiting.push(resolve) })
-  else running++
-  try {
-    return await work()
-  } finally {
-    const next = waiting.shift()
-    if (next !== undefined) next()
-    else running--
-  }
-}
+const argon2Slots = concurrencyLimit(ARGON2_AT_ONCE)
+const withArgon2Slot = argon2Slots.run
 
 /** How many argon2 runs hold memory now (tests, metrics). */
-export const argon2Running = (): number => running
+export const argon2Running = (): number => argon2Slots.running()
 
 /** Passwords: argon2id (memory-hard), with the library's OWASP-level defaults. */
 export const hashPassword = async (password: string): Promise<string> => await withArgon2Slot(async () => await hash(password))
