@@ -3,12 +3,10 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { createTestDatabase } from '@esp/db/testing'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '../helpers/explorer.js'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
-const CHROMIUM = '/usr/bin/chromium'
-const ADMIN = { username: 'curator', password: 'curator password' }
+const ADMIN = EXPLORER_ADMIN
 
 /**
  * Markup in every field a person can write (issue 34): if any page drew one as HTML, an element
@@ -42,21 +40,9 @@ interface InPage {
 interface Json { status: number, body: Record<string, unknown> }
 
 t.test('the explorer draws every user-provided string as text, on every page', async (t) => {
-  if (!existsSync(CHROMIUM)) {
-    t.fail(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`)
-    return
-  }
-  const { url } = await createTestDatabase(t)
-  const platform = startProcess(t, 'scripts/start.ts', {
-    PORT: '0',
-    MQTT_PORT: '0',
-    DATABASE_URL: url,
-    DATA_DIR: tempDataDir(t),
-    ADMIN_USERNAME: ADMIN.username,
-    ADMIN_EMAIL: 'curator@example.org',
-    ADMIN_PASSWORD: ADMIN.password
-  })
-  const base = (await platform.waitFor(HTTP_LINE))[1] ?? ''
+  const started = await startExplorerPlatform(t)
+  if (started === null) return
+  const { base } = started
   const call = async (method: string, route: string, token: string | null, body?: unknown): Promise<Json> => {
     const res = await fetch(`${base}/v0${route}`, {
       method,

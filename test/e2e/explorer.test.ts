@@ -3,13 +3,11 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t from 'tap'
-import { createTestDatabase } from '@esp/db/testing'
 import { makeExplorerWorld } from '../../scripts/demo-world.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '../helpers/explorer.js'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
-const CHROMIUM = '/usr/bin/chromium'
-const ADMIN = { username: 'curator', password: 'curator password' }
+const ADMIN = EXPLORER_ADMIN
 
 interface Readings { readings: [string, number | null][] }
 /** The device page's one request for every sensor's history. */
@@ -47,21 +45,9 @@ const asPlotted = (answer: Readings): Plotted => {
 }
 
 t.test('the explorer in a real browser: map, search, device page, charts, live readings, download, sign-in and private devices', async (t) => {
-  if (!existsSync(CHROMIUM)) {
-    t.fail(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`)
-    return
-  }
-  const { url } = await createTestDatabase(t)
-  const platform = startProcess(t, 'scripts/start.ts', {
-    PORT: '0',
-    MQTT_PORT: '0',
-    DATABASE_URL: url,
-    DATA_DIR: tempDataDir(t),
-    ADMIN_USERNAME: ADMIN.username,
-    ADMIN_EMAIL: 'curator@example.org',
-    ADMIN_PASSWORD: ADMIN.password
-  })
-  const base = (await platform.waitFor(HTTP_LINE))[1] ?? ''
+  const started = await startExplorerPlatform(t)
+  if (started === null) return
+  const { base, platform } = started
   t.match(platform.output(), `explorer  ${base}/explorer/`, 'the start-up lines print the explorer\'s address')
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
