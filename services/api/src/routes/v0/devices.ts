@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { compileListQuery, DeviceBody, type DeviceRecord, deviceService, isAdmin, loadDevice, loadDeviceRow, type MapBody, OkMessage, presentDevice, presentDevices } from '@esp/domain'
+import { compileListQuery, DeviceBody, type DeviceRecord, deviceService, isAdmin, loadDevice, loadDeviceRow, type MapBody, presentDevice, presentDevices } from '@esp/domain'
 import { baseUrl, errorResponses, etagMatches, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -140,13 +140,16 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       operationId: 'deleteDevice',
       security: SIGNED_IN,
       params: Id,
-      response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) }
+      // The contract's answer: 200 with an empty body (behaviour.md: here the contract wins
+      // over the reference's {"message":"OK"}), so no Content-Type either.
+      response: { 200: Type.Null({ description: 'OK: an empty body' }), ...errorResponses(401, 403, 404, 429) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const viewer = requireViewer(request)
     const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
     await deviceService.archiveDevice(ctx.database.db, device, viewer, ctx.clock())
-    return { message: 'OK' }
+    // No payload at all, not the schema's null: nothing is serialized, so nothing is sent.
+    await (reply as FastifyReply).code(200).send()
   })
 
   app.post('/devices/:id/device_token', {
