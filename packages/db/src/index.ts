@@ -14,6 +14,7 @@ export { openPlatformDatabase, type PlatformDatabase, type PlatformDatabaseOptio
 export * from './timeseries/index.js'
 export { COPY_BINARY_HEADER, COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32, timestampMsAt } from './copy-binary.js'
 export { deviceReads, type ComponentRecord, type DeviceReads, type DeviceReadRow, type LatestRecord, type ReadScope, type UserRecord, type VisibilitySql } from './queries/devices.js'
+export { mergeIngestStatus, MAX_UNKNOWN_SENSORS, type IngestRejection, type IngestStatusDelta, type IngestStatusRecord } from './queries/ingest-status.js'
 export { loadCatalogue, generationsReader, type CatalogueRows, type Generations, type MeasurementRow, type SensorRow, type KitRow, type TagRow, type TagSensorRow } from './queries/catalogue.js'
 export { withDeadline } from './deadline.js'
 export { trimOldest } from './bounded.js'

@@ -38,7 +38,7 @@ export interface Device {
   last_reading_at: string | null
   created_at: string
   device_token?: string | null
-  data_policy: { is_private: boolean, precise_location: boolean } | null
+  data_policy: { is_private: boolean, precise_location: boolean | '[FILTERED]' } | null
   location: { exposure: string | null, latitude: number | null, longitude: number | null, city: string | null, country: string | null, country_code: string | null } | null
   owner: { id: number, username: string, url: string | null, location: { city: string | null, country: string | null } | null } | null
   hardware: { name: string | null } | null

@@ -104,9 +104,9 @@ t.test('historical CSV import: validated whole, stored by a job through the writ
   const bad = await app.inject({ method: 'POST', url, headers, payload: file.replace(/\r\n$/, '\r\n2026-11-01T00:00:00Z,abc,5\r\nnot a time,1,2\r\n') })
   t.equal(bad.statusCode, 422)
   t.match(errorBody(bad), { id: 'unprocessable_entity', errors: { 'line 25005': [/"abc" is not a number/], 'line 25006': [/not a time/] } })
-  const unknown = await app.inject({ method: 'POST', url, headers, payload: 'TIME,55,999999\n2026-10-01T00:00:00Z,1,2\n' })
-  t.equal(unknown.statusCode, 422)
-  t.match(errorBody(unknown), { errors: { ids: [/999999/] } })
+  const ancient = await app.inject({ method: 'POST', url, headers, payload: 'TIME,55\n1980-01-01T00:00:00Z,1\n2026-10-01T00:00:00Z,1\n' })
+  t.equal(ancient.statusCode, 422)
+  t.match(errorBody(ancient), { errors: { 'line 2': ['1980-01-01T00:00:00Z is before 1990-01-01T00:00:00Z, the oldest time accepted'] } }, 'the bound of every path, named')
   const [before] = await database.sql<{ n: number }[]>`select count(*)::int as n from readings where device_id = ${device}`
   t.equal(before?.n, 0, 'nothing stored from refused files')
 
@@ -143,4 +143,34 @@ t.test('historical CSV import: validated whole, stored by a job through the writ
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   t.match(status, { state: 'done', stored: 0, duplicates: 41_666 }, 'a second import of the same file stores nothing twice')
+})
+
+t.test('CSV import: a column of a sensor the catalogue lacks is skipped and reported, the others stored (issue 35)', async (t) => {
+  const { app, database } = await platform(t)
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id, { kitId: 26 })
+  const url = `/v0/devices/${device}/readings/csv`
+  const file = 'TIME,55,999999,56\n2026-10-01T00:00:00Z,1,2,-0.0\n2026-10-01T00:01:00Z,3,,4\n'
+  const accepted = await app.inject({ method: 'POST', url, headers: { ...bearer(owner.token), 'content-type': 'text/csv' }, payload: file })
+  t.equal(accepted.statusCode, 202, accepted.body)
+  const id = accepted.json().id as number
+  let status: { state?: string, skipped?: unknown } = {}
+  for (let i = 0; i < 300 && status.state !== 'done' && status.state !== 'failed'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    status = (await app.inject({ url: `${url}/${id}`, headers: bearer(owner.token) })).json()
+  }
+  t.equal(status.state, 'done')
+  t.same(status.skipped, { count: 1, unknown_sensors: [999999], items: [{ path: 'line 2, column 3', sensor: 999999 }] }, 'the import\'s status names what it skipped')
+  const [imported] = await database.sql<Array<{ stored: number, skipped: unknown }>>`select stored, skipped from reading_imports where id = ${id}`
+  t.same({ ...imported }, { stored: 4, skipped: { count: 1, unknown_sensors: [999999], items: [{ path: 'line 2, column 3', sensor: 999999 }] } }, 'the import keeps what it skipped')
+  const rows = await database.sql`select sensor_id, value, raw_value from readings where device_id = ${device} order by recorded_at, sensor_id`
+  t.same(rows.map((r) => ({ ...r })), [
+    { sensor_id: 55, value: 1, raw_value: 1 },
+    { sensor_id: 56, value: 0, raw_value: 0 },
+    { sensor_id: 55, value: 3, raw_value: 3 },
+    { sensor_id: 56, value: 4, raw_value: 4 }
+  ])
+  t.ok(Object.is(rows[1]?.value, 0) && Object.is(rows[1]?.raw_value, 0), '-0.0 is stored as 0')
+  const seen = (await app.inject({ url: `/v0/devices/${device}`, headers: bearer(owner.token) })).json()
+  t.match(seen.ingest, { unknown_sensors: [999999], skipped_values: 1, rejected_messages: 0, last_rejection: null }, "the device's owner hears of it too")
 })

@@ -2,7 +2,7 @@ import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { AuthThrottle, type Clock, DEFAULT_THROTTLE, DeviceTokenGuesses, type IngestContext, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
+import { AuthThrottle, type Clock, DEFAULT_THROTTLE, DeviceTokenGuesses, type IngestContext, IngestStatusLog, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
 import { clusterBrokerPlugin } from './broker/cluster.js'
@@ -45,6 +45,8 @@ export interface IngestDeps {
   maxFutureSeconds: number
   /** largest JSON readings payload over MQTT (the HTTP body limit) */
   maxPayloadBytes?: number
+  /** how often what was not stored is merged into the devices' ingest status (default 5 s) */
+  statusIntervalMs?: number
   clock?: Clock
 }
 
@@ -77,12 +79,22 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   const stats = newStats()
   app.decorate('mqttStats', stats)
   const countStored = ingestMetrics(app, stats, () => messages.ingest)
+  const statusLog = app.log.child({ component: 'ingest-status' })
+  const status = new IngestStatusLog(deps.database.sql, {
+    intervalMs: deps.statusIntervalMs ?? 5000,
+    onError: (err) => { statusLog.warn({ err }, 'ingest status not written; kept for the next try') }
+  })
+  // Registered before the brokers, so it runs after theirs (onClose hooks run in reverse): their
+  // drains note what they refuse, and this writes what is left.
+  app.addHook('onClose', async () => { await status.flush() })
   const ingest: IngestContext = {
     database: deps.database,
     writer: new ReadingsWriter(deps.database, engine),
     now: clock,
+    // The one setting of the time bounds, for every path: HTTP, MQTT (raw and JSON) and /add.
     limits: { maxValues: deps.maxValues, maxFutureMs: deps.maxFutureSeconds * 1000, minTime: OLDEST_READING },
-    onStored: (stored) => { countStored(stored); feed.onStored(stored) }
+    onStored: (stored) => { countStored(stored); feed.onStored(stored) },
+    status
   }
   const messages = {
     sql: deps.database.sql,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { MessageIngest, StoredReadings } from '@esp/domain'
+import { type MessageIngest, REJECTION_REASONS, type StoredReadings } from '@esp/domain'
 import { Counter, Gauge } from '@esp/http'
 import type { MqttStats } from './broker/device-messages.js'
 
@@ -32,6 +32,29 @@ export function ingestMetrics (app: FastifyInstance, stats: MqttStats, backlog: 
     collect () {
       this.reset()
       for (const reason of MESSAGE_OUTCOMES) this.inc({ reason }, stats[reason])
+    }
+  })
+  // Issue 35: what devices sent that was not stored is never silent. Per reason, not per device:
+  // the device's own count is in its ingest status, for its owner.
+  new Counter({
+    name: 'esp_mqtt_readings_messages_rejected_total',
+    help: 'MQTT readings messages of known devices refused whole, nothing stored, by reason (unreadable: not the format of its topic; ' +
+      'invalid: a malformed item; too_old: a time before the oldest accepted; in_future: a time too far ahead of the clock; too_many_values)',
+    labelNames: ['reason'],
+    registers,
+    collect () {
+      this.reset()
+      for (const reason of REJECTION_REASONS) this.inc({ reason }, stats.rejectedBy[reason])
+    }
+  })
+  new Counter({
+    name: 'esp_mqtt_values_skipped_total',
+    help: 'Values of MQTT readings messages left out while the rest was stored, by reason (unknown_sensor: no sensor has the id or key)',
+    labelNames: ['reason'],
+    registers,
+    collect () {
+      this.reset()
+      this.inc({ reason: 'unknown_sensor' }, stats.skippedValues)
     }
   })
   return (stored) => { metrics.readingsStored.inc(stored.inserted.length) }

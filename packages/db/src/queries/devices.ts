@@ -2,6 +2,7 @@ import { getTableColumns } from 'drizzle-orm'
 import { toSnakeCase } from 'drizzle-orm/casing'
 import type { Sql } from '../client.js'
 import { users } from '../schema/users.js'
+import type { IngestStatusRecord } from './ingest-status.js'
 
 /*
  * The read statements of devices: a device and everything its representation shows (owner, the
@@ -97,6 +98,8 @@ export interface DeviceReadRow {
   hardwareVersionOverride: string | null
   hardwareSlugOverride: string | null
   lastStatusMessage: unknown
+  /** what the ingest did not store of its messages; null when nothing was ever left out */
+  ingestStatus: IngestStatusRecord | null
   lastReadingAt: Date | null
   createdAt: Date
   updatedAt: Date
@@ -127,6 +130,9 @@ function selectList (ownerIds: string): string {
   d.hardware_name_override as "hardwareNameOverride", d.hardware_type_override as "hardwareTypeOverride",
   d.hardware_version_override as "hardwareVersionOverride", d.hardware_slug_override as "hardwareSlugOverride",
   d.last_status_message as "lastStatusMessage",
+  (select json_build_object('since', ${ms('s.since')}, 'lastProblemAt', ${ms('s.last_problem_at')}, 'unknownSensors', s.unknown_sensors,
+      'skippedValues', s.skipped_values, 'rejectedMessages', s.rejected_messages, 'lastRejection', s.last_rejection)
+    from device_ingest_status s where s.device_id = d.id) as "ingestStatus",
   ${ms('d.last_reading_at')} as "lastReadingAt", ${ms('d.created_at')} as "createdAt", ${ms('d.updated_at')} as "updatedAt",
   (select json_build_object('id', u.id, 'uuid', u.uuid, 'username', u.username, 'url', u.url,
       'profilePicture', u.profile_picture, 'city', u.city, 'countryCode', u.country_code, 'createdAt', ${ms('u.created_at')})
@@ -184,8 +190,10 @@ function asRecord (row: Raw): DeviceReadRow {
   const owner = row.owner as Raw | null
   const post = row.postprocessing as Raw | null
   const components = row.components as RawComponent[] | null
+  const ingest = row.ingestStatus as Raw | null
   return {
     ...row,
+    ingestStatus: ingest === null ? null : { ...ingest, since: date(ingest.since), lastProblemAt: date(ingest.lastProblemAt) },
     lastReadingAt: dateOrNull(row.lastReadingAt),
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import {
-  boolean, check, doublePrecision, index, integer, jsonb, macaddr, pgTable, primaryKey, serial, text, uniqueIndex
+  bigint, boolean, check, doublePrecision, index, integer, jsonb, macaddr, pgTable, primaryKey, serial, text, uniqueIndex
 } from 'drizzle-orm/pg-core'
 import { publicUuid, timestamps, tstz } from './columns.js'
 import { kits, sensors, tags } from './catalogue.js'
@@ -97,4 +97,23 @@ export const deviceInventories = pgTable('device_inventories', {
   report: jsonb(),
   rawPayload: text().notNull(),
   receivedAt: tstz().notNull().defaultNow()
+})
+
+/**
+ * What the ingest did not store of a device's messages, for its owner (issue 35): unknown sensors
+ * skipped, messages refused whole and the last refusal. A row only for a device that had a
+ * problem; merged by one statement per few seconds for every device of a process
+ * (queries/ingest-status.ts), never written per message. Every part is bounded.
+ */
+export const deviceIngestStatus = pgTable('device_ingest_status', {
+  deviceId: integer().primaryKey().references(() => devices.id, { onDelete: 'cascade' }),
+  /** the first problem counted here: the counts are since then */
+  since: tstz().notNull().defaultNow(),
+  lastProblemAt: tstz().notNull(),
+  /** sensor ids (numbers) or keys (strings) skipped, the latest first, at most 20 */
+  unknownSensors: jsonb().notNull().default(sql`'[]'::jsonb`),
+  skippedValues: bigint({ mode: 'number' }).notNull().default(0),
+  rejectedMessages: bigint({ mode: 'number' }).notNull().default(0),
+  /** `{at, reason, problems}` of the latest message refused whole, problems bounded */
+  lastRejection: jsonb()
 })

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { check, index, integer, pgTable, serial, text } from 'drizzle-orm/pg-core'
+import { check, index, integer, jsonb, pgTable, serial, text } from 'drizzle-orm/pg-core'
 import { timestamps, tstz } from './columns.js'
 import { devices } from './devices.js'
 import { users } from './users.js'
@@ -22,6 +22,8 @@ export const readingImports = pgTable('reading_imports', {
   rowsDone: integer().notNull().default(0),
   stored: integer().notNull().default(0),
   duplicates: integer().notNull().default(0),
+  /** values of sensors the catalogue does not know, left out: `{count, unknown_sensors, items}` (domain SkippedView) */
+  skipped: jsonb(),
   error: text(),
   csv: text(),
   finishedAt: tstz(),

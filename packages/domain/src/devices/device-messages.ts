@@ -1,4 +1,7 @@
-import type { Sql } from '@esp/db'
+import { type IngestStatusDelta, MAX_UNKNOWN_SENSORS, mergeIngestStatus, type Sql } from '@esp/db'
+import type { FieldErrors } from '../errors.js'
+import type { RejectionReason } from '../readings/batch.js'
+import type { Skipped } from '../readings/ingest.js'
 import { freeJsonProblem } from '../validation/free-json.js'
 
 /**
@@ -63,4 +66,118 @@ export async function storeInventory (sql: Sql, payload: Buffer, now: Date): Pro
     insert into device_inventories (report, raw_payload, received_at)
     values (${report === null ? null : JSON.stringify(report)}::jsonb, ${text}, ${now.toISOString()}::timestamptz)`
   return 'stored'
+}
+
+/** How much of a refused message's problems its device's status keeps. */
+const KEPT_PROBLEMS = 10
+const KEPT_MESSAGES = 3
+const KEPT_CHARS = 200
+
+/** The first problems of a refused message, shortened: a status never grows with what a device sends. */
+export function keptProblems (problems: FieldErrors): FieldErrors {
+  const kept: FieldErrors = {}
+  let n = 0
+  for (const path in problems) {
+    if (n++ >= KEPT_PROBLEMS) break
+    kept[path.slice(0, KEPT_CHARS)] = (problems[path] ?? []).slice(0, KEPT_MESSAGES).map((message) => message.slice(0, KEPT_CHARS))
+  }
+  return kept
+}
+
+export interface IngestStatusLogOptions {
+  /** how long notes wait before they are merged: a device's status is written at most this often */
+  intervalMs?: number
+  /** devices with notes waiting; notes about further devices are dropped (and counted) until the next merge */
+  maxDevices?: number
+  /** a merge that failed (its notes are kept for the next one) */
+  onError?: (err: unknown) => void
+}
+
+/**
+ * What the ingest did not store, noted for each device's owner (issue 35; `ingest` in the device's
+ * representation): values of unknown sensors skipped, messages refused whole and the last
+ * refusal with its problems. Notes are merged in memory and written by one statement for every
+ * device at most every `intervalMs` (mergeIngestStatus), so a device that sends a bad message
+ * every second costs a write every few seconds, not one per message. `flush` writes at once
+ * (shutdown, tests).
+ */
+export class IngestStatusLog {
+  private pending = new Map<number, IngestStatusDelta>()
+  private timer: NodeJS.Timeout | undefined
+  private flushing: Promise<void> = Promise.resolve()
+  private readonly intervalMs: number
+  private readonly maxDevices: number
+  /** notes dropped because maxDevices devices were waiting */
+  dropped = 0
+
+  constructor (private readonly sql: Sql, private readonly options: IngestStatusLogOptions = {}) {
+    this.intervalMs = options.intervalMs ?? 5000
+    this.maxDevices = options.maxDevices ?? 100_000
+  }
+
+  /** Values of `deviceId` left out because their sensors are unknown (buildRows' Skipped). */
+  skipped (deviceId: number, at: Date, skipped: Pick<Skipped, 'count' | 'sensors'>): void {
+    const delta = this.delta(deviceId, at)
+    if (delta === undefined) return
+    delta.skippedValues += skipped.count
+    // The latest first, each once, at most MAX_UNKNOWN_SENSORS.
+    const latest = [...skipped.sensors].reverse()
+    delta.unknownSensors = [...latest, ...delta.unknownSensors.filter((ref) => !skipped.sensors.has(ref))].slice(0, MAX_UNKNOWN_SENSORS)
+  }
+
+  /** A message of `deviceId` refused whole: nothing of it was stored. */
+  rejected (deviceId: number, at: Date, reason: RejectionReason, problems: FieldErrors): void {
+    const delta = this.delta(deviceId, at)
+    if (delta === undefined) return
+    delta.rejectedMessages++
+    delta.lastRejection = { at: at.toISOString(), reason, problems: keptProblems(problems) }
+  }
+
+  /** Writes every note now, after any merge under way. */
+  async flush (): Promise<void> {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    const run = this.flushing.then(async () => { await this.merge() })
+    this.flushing = run
+    await run
+  }
+
+  private delta (deviceId: number, at: Date): IngestStatusDelta | undefined {
+    let delta = this.pending.get(deviceId)
+    if (delta === undefined) {
+      if (this.pending.size >= this.maxDevices) { this.dropped++; return undefined }
+      delta = { deviceId, at, unknownSensors: [], skippedValues: 0, rejectedMessages: 0, lastRejection: null }
+      this.pending.set(deviceId, delta)
+      if (this.timer === undefined) {
+        this.timer = setTimeout(() => { void this.flush() }, this.intervalMs)
+        // Notes never keep a process alive; shutdown flushes them.
+        this.timer.unref()
+      }
+    } else if (at > delta.at) {
+      delta.at = at
+    }
+    return delta
+  }
+
+  private async merge (): Promise<void> {
+    if (this.pending.size === 0) return
+    const deltas = [...this.pending.values()]
+    this.pending = new Map()
+    try {
+      await mergeIngestStatus(this.sql, deltas)
+    } catch (err) {
+      // Kept for the next merge, folded into whatever was noted meanwhile.
+      for (const delta of deltas) this.restore(delta)
+      this.options.onError?.(err)
+    }
+  }
+
+  private restore (old: IngestStatusDelta): void {
+    const delta = this.delta(old.deviceId, old.at)
+    if (delta === undefined) return
+    delta.skippedValues += old.skippedValues
+    delta.rejectedMessages += old.rejectedMessages
+    delta.unknownSensors = [...delta.unknownSensors, ...old.unknownSensors.filter((ref) => !delta.unknownSensors.includes(ref))].slice(0, MAX_UNKNOWN_SENSORS)
+    if (delta.lastRejection === null || (old.lastRejection !== null && old.lastRejection.at > delta.lastRejection.at)) delta.lastRejection = old.lastRejection
+  }
 }

@@ -1,8 +1,32 @@
 import { Type, type TSchema } from '@sinclair/typebox'
+import { REJECTION_REASONS } from '../readings/batch.js'
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 const Str = Nullable(Type.String())
 const Num = Nullable(Type.Number())
+
+/** The string that stands for what the caller may not see. */
+const Filtered = Type.String({ enum: ['[FILTERED]'] })
+/** A setting only the owner and admins see: its value, or "[FILTERED]". */
+const OwnersBoolean = (description: string) => Type.Union([Type.Boolean(), Filtered], { description: `${description}; "[FILTERED]" unless the caller owns the device or is an admin` })
+const SensorRef = Type.Union([Type.Integer(), Type.String()])
+
+/**
+ * What the ingest did not store of the device's messages (issue 35). Bounded: counts, at most 20
+ * sensors, and the last refusal's first problems.
+ */
+const IngestStatus = Type.Object({
+  since: Type.String({ description: 'when the first problem counted here happened; the counts are since then' }),
+  last_problem_at: Type.String({ description: 'when the latest one happened' }),
+  unknown_sensors: Type.Array(SensorRef, { maxItems: 20, description: 'sensor ids (or keys) that no sensor has, the latest first, at most 20, from MQTT messages, the older /add and CSV imports: their values were skipped and the rest stored. A posted batch names its own in its answer instead' }),
+  skipped_values: Type.Integer({ description: 'values skipped for those sensors' }),
+  rejected_messages: Type.Integer({ description: 'messages (MQTT, the older /add) refused whole: nothing of them was stored. Posted batches are answered with a 422 instead and not counted' }),
+  last_rejection: Nullable(Type.Object({
+    at: Type.String(),
+    reason: Type.String({ enum: [...REJECTION_REASONS], description: 'unreadable: not the format of its topic; invalid: a malformed item (a bad time or value); too_old and in_future: a time outside the accepted range; too_many_values' }),
+    problems: Type.Record(Type.String(), Type.Array(Type.String()), { description: 'its first problems, as a 422 names them: path, messages (at most 10)' })
+  }))
+})
 
 const DeviceLocation = Type.Object({
   ip: Str,
@@ -40,13 +64,21 @@ export const Device = Type.Object({
   latitude: Num,
   longitude: Num,
   kit_id: Nullable(Type.Integer()),
-  data_policy: Type.Object({ is_private: Type.Boolean(), enable_forwarding: Type.Boolean(), precise_location: Type.Boolean(), forwarding_destination: Str }),
+  data_policy: Type.Object({
+    is_private: Type.Boolean({ description: 'always shown' }),
+    enable_forwarding: OwnersBoolean('forwarding of readings to the owner (researchers)'),
+    precise_location: OwnersBoolean('false: the location is blurred to about a hundred metres'),
+    forwarding_destination: Type.Union([Type.Null(), Filtered], { description: 'the forwarding destination\'s name: null (none); "[FILTERED]" unless the caller owns the device or is an admin' })
+  }),
   hardware: Type.Object({
     name: Type.String(),
     type: Type.String(),
     version: Str,
     slug: Type.String(),
     last_status_message: Type.Unknown({ description: 'the last `info` message, or [FILTERED] unless owner or admin' })
+  }),
+  ingest: Type.Union([Filtered, Type.Null(), IngestStatus], {
+    description: 'what the platform did not store of what the device sent: null when nothing was ever left out; "[FILTERED]" unless the caller owns the device or is an admin'
   }),
   owner: Nullable(Type.Object({
     id: Type.Integer(),

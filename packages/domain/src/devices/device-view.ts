@@ -12,6 +12,25 @@ import { legacyStatus, systemTags } from './device-state.js'
 
 export type { DeviceRow }
 
+/**
+ * What the ingest did not store of the device's messages (issue 35), for its owner and admins;
+ * null when nothing was ever left out. Everyone else gets "[FILTERED]", as for the status message.
+ */
+export function ingestOf (device: Pick<DeviceRecord, 'ingestStatus'>, authorised: boolean) {
+  if (!authorised) return FILTERED
+  const status = device.ingestStatus
+  if (status === null) return null
+  const rejection = status.lastRejection
+  return {
+    since: formatTimestamp(status.since),
+    last_problem_at: formatTimestamp(status.lastProblemAt),
+    unknown_sensors: status.unknownSensors,
+    skipped_values: status.skippedValues,
+    rejected_messages: status.rejectedMessages,
+    last_rejection: rejection === null ? null : { at: formatTimestamp(new Date(rejection.at)), reason: rejection.reason, problems: rejection.problems }
+  }
+}
+
 /** `hardware` derived from the overrides or the status message's hw_ver (behaviour.md §5.1). */
 type HardwareFacts = Pick<DeviceRow, 'lastStatusMessage' | 'hardwareNameOverride' | 'hardwareTypeOverride' | 'hardwareVersionOverride' | 'hardwareSlugOverride'>
 
@@ -103,8 +122,10 @@ export interface PresentOptions {
 
 /**
  * The full device (contract: Device; key order of behaviour.md §5.1, plus the older form's
- * `added_at`, `kit` and `status`). Secrets are `[FILTERED]` unless the caller owns the device or
- * is an admin; every object clients read is always an object (clients.md §4.26–27).
+ * `added_at`, `kit` and `status`, and `ingest`). Secrets and settings (device_token, mac_address,
+ * data_policy but is_private, hardware.last_status_message, ingest) are `[FILTERED]` unless the
+ * caller owns the device or is an admin; every object clients read is always an object
+ * (clients.md §4.26–27).
  */
 export function presentDevice (device: DeviceRecord, options: PresentOptions) {
   const authorised = canManage(options.viewer, device)
@@ -147,13 +168,15 @@ export function presentDevice (device: DeviceRecord, options: PresentOptions) {
     latitude: device.latitude,
     longitude: device.longitude,
     kit_id: device.kitId,
+    // behaviour.md §5.1 item 16: is_private is always real, the rest is the owner's and admins'.
     data_policy: {
       is_private: device.isPrivate,
-      enable_forwarding: device.enableForwarding,
-      precise_location: device.preciseLocation,
-      forwarding_destination: null
+      enable_forwarding: authorised ? device.enableForwarding : FILTERED,
+      precise_location: authorised ? device.preciseLocation : FILTERED,
+      forwarding_destination: authorised ? null : FILTERED
     },
     hardware: hardwareOf(device, authorised),
+    ingest: ingestOf(device, authorised),
     owner: owner === null
       ? null
       : {

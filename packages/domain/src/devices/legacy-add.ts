@@ -1,5 +1,6 @@
 import type { Sql } from '@esp/db'
 import { safeEqual } from '../auth/secrets.js'
+import { ingestBatch, type IngestContext, type IngestOutcome } from '../readings/ingest.js'
 import type { DeviceAccess } from './device-access.js'
 
 /**
@@ -37,4 +38,40 @@ export async function legacyAddDevice (sql: Sql, macHeader: string | undefined, 
   if (row === undefined) return null
   if (row.is_private && (apiKey === undefined || row.legacy_api_key === null || !safeEqual(row.legacy_api_key, apiKey.trim()))) return null
   return { id: row.id, ownerId: row.owner_id, isPrivate: row.is_private, kitId: row.kit_id, forwardingToken: row.forwarding_token }
+}
+
+/**
+ * `X-SmartCitizenData` (a JSON array of flat objects keyed by sensor keys, with a `timestamp`) in
+ * the contract's shape; null when it is not such an array. An entry with no key besides its time
+ * is left out, as the reference does.
+ */
+export function legacyReadings (header: string): Array<{ recorded_at: unknown, sensors: Array<{ id: string, value: unknown }> }> | null {
+  let entries: unknown
+  try { entries = JSON.parse(header) } catch { return null }
+  if (!Array.isArray(entries)) return null
+  return entries.map((entry: unknown) => {
+    const record = typeof entry === 'object' && entry !== null ? entry as Record<string, unknown> : {}
+    const { timestamp, ...values } = record
+    return { recorded_at: typeof timestamp === 'string' ? timestamp.trim() : timestamp, sensors: Object.entries(values).map(([key, value]) => ({ id: key, value })) }
+  }).filter((entry) => entry.sensors.length > 0)
+}
+
+/**
+ * `/add`'s readings for a device legacyAddDevice found, through the one write path and its rules:
+ * the time bounds of every path, keys no sensor has skipped and the rest stored, a malformed
+ * entry refusing the whole header. The kit reads nothing but the clock, so what was not stored is
+ * noted in the device's ingest status for its owner, as for MQTT; null when the header held nothing.
+ */
+export async function storeLegacyReadings (ctx: IngestContext, device: DeviceAccess, header: string): Promise<IngestOutcome | null> {
+  const readings = legacyReadings(header)
+  if (readings === null) {
+    const problems = { 'X-SmartCitizenData': ['is not a JSON array of readings'] }
+    ctx.status?.rejected(device.id, ctx.now(), 'unreadable', problems)
+    return { status: 'rejected', reason: 'unreadable', problems }
+  }
+  if (readings.length === 0) return null
+  const outcome = await ingestBatch(ctx, device, readings)
+  if (outcome.status === 'rejected') ctx.status?.rejected(device.id, ctx.now(), outcome.reason, outcome.problems)
+  else if (outcome.skipped.count > 0) ctx.status?.skipped(device.id, ctx.now(), outcome.skipped)
+  return outcome
 }

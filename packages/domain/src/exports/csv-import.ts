@@ -1,12 +1,12 @@
-import { inTransaction, pgDate, pgDateOrNull, type Database, type Sql } from '@esp/db'
+import { inTransaction, mergeIngestStatus, pgDate, pgDateOrNull, type Database, type Sql } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import { recordId } from '../validation/record-id.js'
 import type { JobSender } from '../jobs.js'
 import { formatTimestamp } from '../time.js'
-import { addProblem, asNumber, MAX_PROBLEMS, type BatchLimits, recordedAtProblem, type PostedValue, type ValuePath } from '../readings/batch.js'
-import { buildRows, resolveSensors, type SensorMap } from '../readings/ingest.js'
+import { addProblem, asNumber, MAX_PROBLEMS, type BatchLimits, OLDEST_READING, type PostedValue, timeProblem, type ValuePath } from '../readings/batch.js'
+import { buildRows, noneSkipped, resolveSensors, type SensorMap, type Skipped, skippedView, type SkippedView } from '../readings/ingest.js'
 import type { ReadingsWriter } from '../readings/writer.js'
 import { parseRecordedAt } from '../readings/time-params.js'
 
@@ -14,7 +14,8 @@ import { parseRecordedAt } from '../readings/time-params.js'
  * Historical import of the firmware's SD-card CSV (clients.md W25): header lines (short titles,
  * units, titles, then platform sensor ids), then one line per time: `2026-03-01T22:14:00Z,95,...`.
  * The header is every line before the first one that starts with a time; its last line holds the
- * sensor ids. A column without an id is ignored, as the web upload ignores it.
+ * sensor ids. A column without an id is ignored, as the web upload ignores it; a column whose id
+ * the catalogue does not know is skipped and reported (`skipped`), as every path skips one.
  */
 export interface ParsedCsv {
   /** the sensor id of each value column, null for an ignored one */
@@ -24,7 +25,7 @@ export interface ParsedCsv {
   valueCount: number
 }
 
-/** The time bounds of posted readings (OLDEST_READING and the allowed clock skew). */
+/** The time bounds of posted readings (OLDEST_READING and READINGS_MAX_FUTURE_SECONDS), as every path applies them. */
 export type ImportLimits = Pick<BatchLimits, 'maxFutureMs' | 'minTime'>
 
 const cells = (line: string): string[] => line.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1').trim())
@@ -51,8 +52,8 @@ export function parseSdCsv (text: string, limits: ImportLimits, now: Date): { pa
     }
     inHeader = false
     if (recordedAt === null) { add(key, `"${(row[0] ?? '').slice(0, 40)}" is not a time (use YYYY-MM-DDTHH:MM:SSZ)`); return }
-    const timeProblem = recordedAtProblem(recordedAt, limits, latest)
-    if (timeProblem !== null) add(key, timeProblem)
+    const bad = timeProblem(recordedAt, limits, latest)
+    if (bad !== null) add(key, `${recordedAt.toISOString().slice(0, 19)}Z ${bad.message}`)
     if (row.length - 1 > parsed.sensorIds.length) add(key, `has ${row.length} columns, the header ${parsed.sensorIds.length + 1}`)
     const values: (number | null)[] = []
     row.slice(1).forEach((cell, i) => {
@@ -98,21 +99,21 @@ async function deviceSensors (sql: Sql, device: Pick<DeviceAccess, 'id' | 'kitId
 /**
  * The whole file is checked before anything is stored (422 naming each problem): its syntax and
  * bounds, then every value through buildRows, the step of posted readings that resolves the
- * sensor and calibrates, so the job cannot meet a value the write path refuses.
+ * sensor and calibrates, so the job cannot meet a value the write path refuses. Values of sensors
+ * the catalogue does not know are skipped there, as on every path, and come back in `skipped`.
  */
-export async function validateSdCsv (sql: Sql, device: Pick<DeviceAccess, 'id' | 'kitId'>, text: string, limits: ImportLimits, now: Date): Promise<ParsedCsv> {
+export async function validateSdCsv (sql: Sql, device: Pick<DeviceAccess, 'id' | 'kitId'>, text: string, limits: ImportLimits, now: Date): Promise<{ parsed: ParsedCsv, skipped: Skipped }> {
   const { parsed, problems } = parseSdCsv(text, limits, now)
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
   const sensors = await deviceSensors(sql, device, parsed)
-  const unknown = [...new Set(parsed.sensorIds.filter((id): id is number => id !== null && !sensors.has(id)))]
-  if (unknown.length > 0) throw errors.unprocessable({ ids: [`unknown sensor ids: ${unknown.join(', ')}`] })
+  const skipped = noneSkipped()
   for (let from = 0; from < parsed.rows.length && Object.keys(problems).length < MAX_PROBLEMS;) {
     const step = stepValues(parsed, from)
-    buildRows(device.id, step.values, sensors, problems, csvPath)
+    buildRows(device.id, step.values, sensors, problems, skipped, csvPath)
     from = step.next
   }
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
-  return parsed
+  return { parsed, skipped }
 }
 
 export interface ImportView {
@@ -124,12 +125,16 @@ export interface ImportView {
   values_total: number
   stored: number
   duplicates: number
+  /** values of sensors the catalogue does not know, left out (the same shape as POST readings' answer) */
+  skipped: SkippedView
   error: string | null
   created_at: string
   finished_at: string | null
 }
 
-interface ImportRow { id: number, device_id: number, state: string, rows_total: number, rows_done: number, values_total: number, stored: number, duplicates: number, error: string | null, created_at: string | Date, finished_at: string | Date | null }
+interface ImportRow { id: number, device_id: number, state: string, rows_total: number, rows_done: number, values_total: number, stored: number, duplicates: number, skipped: SkippedView | null, error: string | null, created_at: string | Date, finished_at: string | Date | null }
+
+const NONE_SKIPPED: SkippedView = { count: 0, unknown_sensors: [], items: [] }
 
 const present = (row: ImportRow): ImportView => ({
   id: row.id,
@@ -140,11 +145,12 @@ const present = (row: ImportRow): ImportView => ({
   values_total: row.values_total,
   stored: row.stored,
   duplicates: row.duplicates,
+  skipped: row.skipped ?? NONE_SKIPPED,
   error: row.error,
   created_at: formatTimestamp(pgDate(row.created_at)),
   finished_at: formatTimestamp(pgDateOrNull(row.finished_at))
 })
-const IMPORT_COLUMNS = 'id, device_id, state, rows_total, rows_done, values_total, stored, duplicates, error, created_at, finished_at'
+const IMPORT_COLUMNS = 'id, device_id, state, rows_total, rows_done, values_total, stored, duplicates, skipped, error, created_at, finished_at'
 
 export interface ImportContext { database: Pick<Database, 'sql'>, send: JobSender, now: () => Date, limits: ImportLimits }
 
@@ -152,11 +158,12 @@ export interface ImportContext { database: Pick<Database, 'sql'>, send: JobSende
 export async function createCsvImport (ctx: ImportContext, viewer: Viewer | null, deviceId: string, text: string): Promise<ImportView> {
   const device = await findDeviceAccess(ctx.database.sql, deviceId)
   assertCanWrite(viewer, device)
-  const parsed = await validateSdCsv(ctx.database.sql, device, text, ctx.limits, ctx.now())
+  const { parsed, skipped } = await validateSdCsv(ctx.database.sql, device, text, ctx.limits, ctx.now())
   return await inTransaction(ctx.database, async (tx) => {
+    // JSON as text cast to jsonb: drizzle owns the shared client's serializers.
     const [row] = await tx.sql.unsafe<ImportRow[]>(`
-      insert into reading_imports (device_id, user_id, rows_total, values_total, csv) values ($1, $2, $3, $4, $5)
-      returning ${IMPORT_COLUMNS}`, [device.id, viewer.id, parsed.rows.length, parsed.valueCount, text])
+      insert into reading_imports (device_id, user_id, rows_total, values_total, skipped, csv) values ($1, $2, $3, $4, $5::jsonb, $6)
+      returning ${IMPORT_COLUMNS}`, [device.id, viewer.id, parsed.rows.length, parsed.valueCount, JSON.stringify(skippedView(skipped)), text])
     if (row === undefined) throw new Error('no import row')
     await ctx.send(tx.sql, 'csvImport', { importId: row.id })
     return present(row)
@@ -197,18 +204,23 @@ export async function runCsvImport (ctx: ImportJobContext, importId: number): Pr
   try {
     const device = await findDeviceAccess(sql, String(job.device_id))
     // Bounds were checked when the file was accepted; the clock has moved on since.
-    const { parsed } = parseSdCsv(job.csv, { maxFutureMs: Number.MAX_SAFE_INTEGER, minTime: new Date(0) }, ctx.now())
+    const { parsed } = parseSdCsv(job.csv, { maxFutureMs: Number.MAX_SAFE_INTEGER, minTime: OLDEST_READING }, ctx.now())
     const sensors = await deviceSensors(sql, device, parsed)
+    const skipped = noneSkipped()
     for (let from = 0; from < parsed.rows.length;) {
       const step = stepValues(parsed, from)
       const problems: FieldErrors = {}
-      const rows = buildRows(device.id, step.values, sensors, problems, csvPath)
+      const rows = buildRows(device.id, step.values, sensors, problems, skipped, csvPath)
       if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
       const result = await ctx.writer.write(rows)
       from = step.next
       await sql`update reading_imports set rows_done = ${from}, stored = stored + ${result.stored}, duplicates = duplicates + ${result.duplicates}, updated_at = now() where id = ${importId}`
     }
     await sql`update reading_imports set state = 'done', csv = null, finished_at = now(), updated_at = now() where id = ${importId}`
+    // Its owner hears of sensors the catalogue lacks in the device's ingest status too, as from MQTT.
+    if (skipped.count > 0) {
+      await mergeIngestStatus(sql, [{ deviceId: device.id, at: ctx.now(), unknownSensors: [...skipped.sensors].reverse(), skippedValues: skipped.count, rejectedMessages: 0, lastRejection: null }])
+    }
   } catch (err) {
     const message = err instanceof ApiError && err.errors !== null && typeof err.errors === 'object' ? `${err.message}: ${JSON.stringify(err.errors)}` : err instanceof Error ? err.message : 'failed'
     await sql`update reading_imports set state = 'failed', error = ${message.slice(0, 500)}, updated_at = now() where id = ${importId}`

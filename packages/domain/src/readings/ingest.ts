@@ -1,7 +1,8 @@
 import type { ReadingRow, Sql, WriteResult } from '@esp/db'
 import type { DeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
-import { addProblem, type BatchLimits, countValues, parseBatch, type PostedValue, postedPath, type ValuePath } from './batch.js'
+import type { IngestStatusLog } from '../devices/device-messages.js'
+import { addProblem, type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type ParsedBatch, type PostedValue, postedPath, type RejectionReason, type ValuePath } from './batch.js'
 import { type Calibration, calibrationFor } from './calibration.js'
 import type { ReadingsWriter } from './writer.js'
 
@@ -19,6 +20,8 @@ export interface IngestContext {
   now: () => Date
   /** called after each commit with what was newly stored; must not throw or block */
   onStored?: ((stored: StoredReadings) => void) | undefined
+  /** where what a device sent but was not stored is noted for its owner (ingest status) */
+  status?: IngestStatusLog | undefined
 }
 
 /** A device as the write path needs it: what the access checks already read. */
@@ -72,36 +75,100 @@ export async function resolveSensors (sql: Sql, devices: Pick<IngestDevice, 'id'
 export const tooManyValues = (max: number): ApiError =>
   new ApiError({ code: 'ESP_TOO_MANY_READINGS', id: 'payload_too_large', statusCode: 413, message: `A batch may carry at most ${max} values; send the readings in several batches` })
 
+/** A sensor id, or a kit or default key, as posted. */
+export type SensorRef = number | string
+
 /**
- * Checked, resolved values become calibrated rows; unknown sensors and values without a finite
- * calibrated number are added to `problems`, named by `pathOf`. A (sensor, time) repeated within
- * the batch is left to the write path, which keeps the first and counts the others as duplicates,
- * as it does across batches.
+ * Values left out because their sensor is not known (not in the catalogue, or a key neither the
+ * kit nor any sensor has), while the rest of their batch is stored: kits gain sensors through
+ * firmware updates before the catalogue does (clients.md §1.3.1). Bounded: the count is exact,
+ * the distinct sensors and the places are the first MAX_PROBLEMS.
  */
-export function buildRows (deviceId: number, values: PostedValue[], sensors: SensorMap, problems: FieldErrors, pathOf: ValuePath = postedPath): ReadingRow[] {
+export interface Skipped {
+  count: number
+  sensors: Set<SensorRef>
+  items: Array<{ path: string, sensor: SensorRef }>
+}
+
+export const noneSkipped = (): Skipped => ({ count: 0, sensors: new Set(), items: [] })
+
+/** The answer's and the import's `skipped` (contract: POST readings). */
+export interface SkippedView { count: number, unknown_sensors: SensorRef[], items: Array<{ path: string, sensor: SensorRef }> }
+
+export const skippedView = (skipped: Skipped): SkippedView => ({ count: skipped.count, unknown_sensors: [...skipped.sensors], items: skipped.items })
+
+/**
+ * Checked, resolved values become calibrated rows: the one rule for every path that writes
+ * readings. A value of an unknown sensor is skipped and added to `skipped` (never silently); one
+ * without a finite calibrated number is a problem that refuses the batch, named by `pathOf`.
+ * A negative zero is stored as 0 (value and raw value): -0 and 0 are one reading, and the exports
+ * must not print them apart. A (sensor, time) repeated within the batch is left to the write path,
+ * which keeps the first and counts the others as duplicates, as it does across batches.
+ */
+export function buildRows (deviceId: number, values: PostedValue[], sensors: SensorMap, problems: FieldErrors, skipped: Skipped, pathOf: ValuePath = postedPath): ReadingRow[] {
   const rows: ReadingRow[] = []
   for (const value of values) {
     const sensor = sensors.get(value.ref)
-    if (sensor === undefined) { addProblem(problems, `${pathOf(value)}.id`, `is not a known sensor (${JSON.stringify(value.ref)})`); continue }
-    const calibrated = sensor.calibrate === null ? value.raw : sensor.calibrate(value.raw)
+    if (sensor === undefined) {
+      skipped.count++
+      if (skipped.sensors.size < MAX_PROBLEMS) skipped.sensors.add(value.ref)
+      if (skipped.items.length < MAX_PROBLEMS) skipped.items.push({ path: pathOf(value), sensor: value.ref })
+      continue
+    }
+    // `x === 0` holds for -0 too: both become the one 0.
+    const raw = value.raw === 0 ? 0 : value.raw
+    let calibrated = sensor.calibrate === null ? raw : sensor.calibrate(raw)
     if (!Number.isFinite(calibrated)) { addProblem(problems, `${pathOf(value)}.value`, 'has no finite calibrated value'); continue }
-    rows.push({ deviceId, sensorId: sensor.id, recordedAt: value.recordedAt, value: calibrated, rawValue: value.raw })
+    if (calibrated === 0) calibrated = 0
+    rows.push({ deviceId, sensorId: sensor.id, recordedAt: value.recordedAt, value: calibrated, rawValue: raw })
   }
   return rows
 }
 
+/** A batch checked and resolved: its rows to write and what was skipped, or why it is refused whole. */
+export type CheckedBatch =
+  | { status: 'accepted', rows: ReadingRow[], skipped: Skipped }
+  | { status: 'rejected', reason: RejectionReason, problems: FieldErrors }
+
+/**
+ * A parsed batch through buildRows. Any problem refuses it whole (nothing of it is written): the
+ * reason of parseBatch's first problem, or `invalid` for a value without a calibrated number.
+ */
+export function checkBatch (deviceId: number, parsed: ParsedBatch, sensors: SensorMap, pathOf: ValuePath = postedPath): CheckedBatch {
+  const skipped = noneSkipped()
+  const rows = buildRows(deviceId, parsed.values, sensors, parsed.problems, skipped, pathOf)
+  if (parsed.reason !== null) return { status: 'rejected', reason: parsed.reason, problems: parsed.problems }
+  if (Object.keys(parsed.problems).length > 0) return { status: 'rejected', reason: 'invalid', problems: parsed.problems }
+  return { status: 'accepted', rows, skipped }
+}
+
+export type IngestOutcome =
+  | { status: 'stored', result: WriteResult, skipped: Skipped }
+  | { status: 'rejected', reason: RejectionReason, problems: FieldErrors }
+
 /**
  * Validates a whole batch, resolves and calibrates it, and stores it through the one write path.
- * Any bad item rejects the batch with every problem named (422) and nothing written. Resolves
- * only after the commit: an acknowledged reading is durable.
+ * Known sensors are stored and unknown ones skipped (in the outcome: a caller that answers names
+ * them, one that does not notes them in the device's ingest status); any malformed item refuses
+ * the batch with every problem named, and nothing is written. Resolves only after the commit: an
+ * acknowledged reading is durable.
  */
-export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult> {
-  if (countValues(data) > ctx.limits.maxValues) throw tooManyValues(ctx.limits.maxValues)
-  const { values, problems } = parseBatch(data, ctx.limits, ctx.now())
-  const sensors = (await resolveSensors(ctx.database.sql, [device], values)).get(device.id) ?? new Map()
-  const rows = buildRows(device.id, values, sensors, problems)
-  if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
-  const result = await ctx.writer.write(rows)
+export async function ingestBatch (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<IngestOutcome> {
+  if (countValues(data) > ctx.limits.maxValues) return { status: 'rejected', reason: 'too_many_values', problems: { data: [`may carry at most ${ctx.limits.maxValues} values`] } }
+  const now = ctx.now()
+  const parsed = parseBatch(data, ctx.limits, now)
+  const sensors = (await resolveSensors(ctx.database.sql, [device], parsed.values)).get(device.id) ?? new Map()
+  const checked = checkBatch(device.id, parsed, sensors)
+  if (checked.status === 'rejected') return checked
+  const result = await ctx.writer.write(checked.rows)
   if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
-  return result
+  return { status: 'stored', result, skipped: checked.skipped }
+}
+
+/** ingestBatch for a caller that answers: a refused batch is the 413 or the 422 naming every problem. */
+export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult & { skipped: Skipped }> {
+  const outcome = await ingestBatch(ctx, device, data)
+  if (outcome.status === 'stored') return { ...outcome.result, skipped: outcome.skipped }
+  if (outcome.reason === 'too_many_values') throw tooManyValues(ctx.limits.maxValues)
+  throw errors.unprocessable(outcome.problems)
 }

@@ -1,19 +1,24 @@
 import type { ReadingRow } from '@esp/db'
 import { type DeviceAccess, findDevicesByToken } from '../devices/device-access.js'
 import type { FieldErrors } from '../errors.js'
-import { countValues, parseBatch, type PostedValue } from './batch.js'
-import { buildRows, type IngestContext, resolveSensors } from './ingest.js'
+import { countValues, parseBatch, type ParsedBatch, type PostedValue, type RejectionReason } from './batch.js'
+import { checkBatch, type IngestContext, resolveSensors } from './ingest.js'
 
-/** One device message: the token it came under and the contract's `data` array. */
+/**
+ * One device message: the token it came under and the contract's `data` array, or, for a payload
+ * its topic's reader could not read, why (`refused`): it is refused here too, once its token names
+ * a device, so that the device's owner hears of it.
+ */
 export interface DeviceMessage {
   token: string
   data: unknown
+  refused?: { reason: RejectionReason, message: string } | undefined
 }
 
 export type MessageOutcome =
-  | { status: 'stored', device: DeviceAccess, stored: number, duplicates: number }
+  | { status: 'stored', device: DeviceAccess, stored: number, duplicates: number, skipped: number }
   | { status: 'unknown_device' }
-  | { status: 'rejected', problems: FieldErrors }
+  | { status: 'rejected', reason: RejectionReason, problems: FieldErrors }
 
 export interface MessageIngestOptions {
   /** messages one batch may carry */
@@ -33,8 +38,9 @@ interface Pending {
  * acknowledging each message only after its commit does not cost a round trip per message: a
  * batch resolves its tokens in one query, its sensors in another, and shares one transaction
  * through the writer. Validation is per message, as for a posted batch: one bad message is
- * rejected whole and never fails its neighbours. A submit rejects only when the database fails,
- * so the caller can withhold the acknowledgement and the device sends again.
+ * rejected whole and never fails its neighbours; values of unknown sensors are skipped and the
+ * rest stored. Both are noted in the device's ingest status (ctx.status). A submit rejects only
+ * when the database fails, so the caller can withhold the acknowledgement and the device sends again.
  */
 export class MessageIngest {
   private queue: Pending[] = []
@@ -67,10 +73,14 @@ export class MessageIngest {
     return this.queue.length + this.storing
   }
 
-  /** Sends what is queued now and waits for every batch in flight (graceful shutdown). */
+  /**
+   * Sends what is queued now and waits for every batch in flight, then writes the devices'
+   * ingest status noted so far (graceful shutdown).
+   */
   async drain (): Promise<void> {
     this.flush()
     await Promise.allSettled([...this.running])
+    await this.ctx.status?.flush()
   }
 
   private flush (): void {
@@ -92,29 +102,38 @@ export class MessageIngest {
     const { ctx } = this
     const devices = await findDevicesByToken(ctx.database.sql, [...new Set(batch.map((p) => p.message.token))])
     const now = ctx.now()
-    const parsed = batch.map((pending) => {
-      const device = devices.get(pending.message.token)
-      if (device === undefined) return { pending, device, values: [], problems: {} }
-      if (countValues(pending.message.data) > ctx.limits.maxValues) {
-        return { pending, device, values: [], problems: { data: [`may carry at most ${ctx.limits.maxValues} values`] } }
+    const none: PostedValue[] = []
+    const parsed = batch.map((pending): { pending: Pending, device: DeviceAccess | undefined, batch: ParsedBatch } => {
+      const { token, data, refused } = pending.message
+      const device = devices.get(token)
+      if (device === undefined) return { pending, device, batch: { values: none, problems: {}, reason: null } }
+      if (refused !== undefined) return { pending, device, batch: { values: none, problems: { payload: [refused.message] }, reason: refused.reason } }
+      if (countValues(data) > ctx.limits.maxValues) {
+        return { pending, device, batch: { values: none, problems: { data: [`may carry at most ${ctx.limits.maxValues} values`] }, reason: 'too_many_values' } }
       }
-      return { pending, device, ...parseBatch(pending.message.data, ctx.limits, now) }
+      return { pending, device, batch: parseBatch(data, ctx.limits, now) }
     })
-    const allValues: PostedValue[] = parsed.flatMap((p) => p.values)
+    const allValues: PostedValue[] = parsed.flatMap((p) => p.batch.values)
     const sensors = await resolveSensors(ctx.database.sql, [...devices.values()], allValues)
 
-    const accepted: { pending: Pending, device: DeviceAccess, rows: ReadingRow[] }[] = []
-    for (const { pending, device, values, problems } of parsed) {
+    const accepted: { pending: Pending, device: DeviceAccess, rows: ReadingRow[], skipped: number }[] = []
+    for (const { pending, device, batch: message } of parsed) {
       if (device === undefined) { pending.resolve({ status: 'unknown_device' }); continue }
-      const rows = buildRows(device.id, values, sensors.get(device.id) ?? new Map(), problems)
-      if (Object.keys(problems).length > 0) { pending.resolve({ status: 'rejected', problems }); continue }
-      accepted.push({ pending, device, rows })
+      const checked = checkBatch(device.id, message, sensors.get(device.id) ?? new Map())
+      if (checked.status === 'rejected') {
+        // Acknowledged (sending it again cannot help), so its owner is told instead (issue 35).
+        ctx.status?.rejected(device.id, now, checked.reason, checked.problems)
+        pending.resolve(checked)
+        continue
+      }
+      if (checked.skipped.count > 0) ctx.status?.skipped(device.id, now, checked.skipped)
+      accepted.push({ pending, device, rows: checked.rows, skipped: checked.skipped.count })
     }
     const results = await ctx.writer.writeAll(accepted.map((a) => a.rows))
-    accepted.forEach(({ pending, device }, i) => {
+    accepted.forEach(({ pending, device, skipped }, i) => {
       const result = results[i] ?? { stored: 0, duplicates: 0, inserted: [] }
       if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
-      pending.resolve({ status: 'stored', device, stored: result.stored, duplicates: result.duplicates })
+      pending.resolve({ status: 'stored', device, stored: result.stored, duplicates: result.duplicates, skipped })
     })
   }
 }

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Sql } from '@esp/db'
 import type { DatabaseHealth } from '@esp/http'
-import { markSeen, MAX_BODY_DEPTH, type MessageIngest, type MessageResult, nestedDeeperThan, storeInventory, storeStatus } from '@esp/domain'
+import { markSeen, MAX_BODY_DEPTH, type MessageIngest, type MessageResult, nestedDeeperThan, REJECTION_REASONS, type RejectionReason, storeInventory, storeStatus } from '@esp/domain'
 import { parseRawPayload, RawPayloadError } from './raw-payload.js'
 import type { DeviceTopic } from './topics.js'
 
@@ -12,8 +12,12 @@ export interface MqttStats {
   /** readings newly stored from them */
   readings: number
   duplicates: number
-  /** messages that could not be read (bad payloads); acknowledged, since sending them again cannot help */
+  /** messages that could not be read or stored (bad payloads); acknowledged, since sending them again cannot help */
   rejected: number
+  /** readings messages of known devices refused whole, by reason (part of `rejected`) */
+  rejectedBy: Record<RejectionReason, number>
+  /** values of stored readings messages left out because their sensor is unknown */
+  skippedValues: number
   /** messages under a token no active device has */
   unknownDevice: number
   /** messages not acknowledged because the database failed; the device sends them again */
@@ -22,7 +26,17 @@ export interface MqttStats {
   connections: number
 }
 
-export const newStats = (): MqttStats => ({ messages: 0, readings: 0, duplicates: 0, rejected: 0, unknownDevice: 0, failed: 0, connections: 0 })
+export const newStats = (): MqttStats => ({
+  messages: 0,
+  readings: 0,
+  duplicates: 0,
+  rejected: 0,
+  rejectedBy: Object.fromEntries(REJECTION_REASONS.map((reason) => [reason, 0])) as Record<RejectionReason, number>,
+  skippedValues: 0,
+  unknownDevice: 0,
+  failed: 0,
+  connections: 0
+})
 
 export interface DeviceMessageDeps {
   sql: Sql
@@ -36,27 +50,27 @@ export interface DeviceMessageDeps {
   health?: Pick<DatabaseHealth, 'available' | 'reason' | 'note'> | undefined
 }
 
-type Parsed = { data: unknown } | { empty: true } | { error: string }
+type Parsed = { data: unknown } | { empty: true } | { error: string, reason: RejectionReason }
 
 function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: number): Parsed {
   if (topic.kind === 'raw') {
     try {
       const raw = parseRawPayload(payload)
       if (raw.sensors.length === 0) return { empty: true }
-      if (raw.recordedAt === null) return { error: 'no timestamp given (t:YYYY-MM-DDTHH:MM:SSZ)' }
+      if (raw.recordedAt === null) return { error: 'no timestamp given (t:YYYY-MM-DDTHH:MM:SSZ)', reason: 'invalid' }
       return { data: [{ recorded_at: raw.recordedAt, sensors: raw.sensors }] }
     } catch (err) {
-      if (err instanceof RawPayloadError) return { error: err.message }
+      if (err instanceof RawPayloadError) return { error: err.message, reason: 'unreadable' }
       throw err
     }
   }
-  if (payload.length > maxPayloadBytes) return { error: `the payload is over ${maxPayloadBytes} bytes` }
-  if (nestedDeeperThan(payload, MAX_BODY_DEPTH)) return { error: `the payload is nested more than ${MAX_BODY_DEPTH} levels deep` }
+  if (payload.length > maxPayloadBytes) return { error: `the payload is over ${maxPayloadBytes} bytes`, reason: 'unreadable' }
+  if (nestedDeeperThan(payload, MAX_BODY_DEPTH)) return { error: `the payload is nested more than ${MAX_BODY_DEPTH} levels deep`, reason: 'unreadable' }
   let body: unknown
   try {
     body = JSON.parse(payload.toString('utf8'))
   } catch {
-    return { error: 'the payload is not JSON' }
+    return { error: 'the payload is not JSON', reason: 'unreadable' }
   }
   const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined
   // The reference stores nothing for a missing or empty data array, and says nothing either.
@@ -71,6 +85,11 @@ function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: num
  * token, unreadable payload: counted and logged at debug, never thrown). Rejects only when the
  * database fails, so the caller withholds the acknowledgement. Resolves to `unknown_device` when
  * the topic's token names no active device (the embedded broker counts it as a guess).
+ *
+ * Readings the firmware sends are never lost without a word (issue 35; clients.md rule 40: at
+ * QoS 0 every message accepted must be kept): an unreadable or invalid one goes to the batcher
+ * too, which finds its device and notes the refusal in the device's ingest status; values of
+ * unknown sensors are skipped and the rest stored. Both are counted (metrics.ts).
  */
 export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: DeviceTopic, payload: Buffer): Promise<'unknown_device' | undefined> {
   const { stats, log, health } = deps
@@ -89,20 +108,19 @@ export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: Devic
     else {
       const parsed = readingsData(topic, payload, deps.maxPayloadBytes)
       if ('empty' in parsed) return
-      if ('error' in parsed) {
-        stats.rejected++
-        log.debug({ topic: topic.kind, reason: parsed.error }, 'mqtt readings rejected')
-        return
-      }
-      const outcome = await deps.ingest.submit({ token: topic.token, data: parsed.data })
+      const outcome = await deps.ingest.submit('error' in parsed
+        ? { token: topic.token, data: undefined, refused: { reason: parsed.reason, message: parsed.error } }
+        : { token: topic.token, data: parsed.data })
       if (outcome.status === 'stored') {
         stats.readings += outcome.stored
         stats.duplicates += outcome.duplicates
+        stats.skippedValues += outcome.skipped
         return
       }
       if (outcome.status === 'rejected') {
         stats.rejected++
-        log.debug({ topic: topic.kind, errors: outcome.problems }, 'mqtt readings rejected')
+        stats.rejectedBy[outcome.reason]++
+        log.debug({ topic: topic.kind, reason: outcome.reason, errors: outcome.problems }, 'mqtt readings rejected')
         return
       }
       result = outcome.status

@@ -112,7 +112,7 @@ t.test('bad payloads and unknown tokens are acknowledged, counted and stored now
   const kit = await connectMqtt(t, mqttUrl, { clientId: device.token })
   const bad = [
     '{t:2026-03-02T10:21:00Z,55:1e5}', '{t: 2026-03-02T10:21:00Z,55:1}', '{55:1}', 'garbage', '{t:2026-03-02T10:21:00Z,55:"1"}',
-    '{t:2026-03-02T10:21:00Z,999999:1}', '{t:2999-03-02T10:21:00Z,55:1}', '{t:2026-03-02T10:21:00Z,55:1-}', Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'),
+    '{t:2999-03-02T10:21:00Z,55:1}', '{t:2026-03-02T10:21:00Z,55:1-}', Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'),
     `{t:2026-03-02T10:21:00Z,${'55:1,'.repeat(2000)}}`
   ]
   for (const payload of bad) await kit.publishAsync(`device/sck/${device.token}/readings/raw`, payload, { qos: 1 })
@@ -127,6 +127,9 @@ t.test('bad payloads and unknown tokens are acknowledged, counted and stored now
   await kit.publishAsync(`device/sck/${device.token}/readings`, '['.repeat(4_000_000), { qos: 1 })
   const used = process.cpuUsage(cpu)
   t.ok((used.user + used.system) / 1000 < 400, `a 4 MB nested payload cost ${((used.user + used.system) / 1000).toFixed(0)} ms of CPU, client and broker`)
+  // A sensor the catalogue does not know is no reason to refuse a message: it is skipped (issue 35).
+  await kit.publishAsync(`device/sck/${device.token}/readings/raw`, '{t:2026-03-02T10:21:00Z,999999:1}', { qos: 1 })
+  t.equal(app.mqttStats.skippedValues, 1)
   t.equal(await readingCount(database, device.id), 0)
   t.equal(app.mqttStats.rejected, bad.length + 3 + 3 + 1)
   const [status] = await database.sql`select last_status_message from devices where id = ${device.id}`

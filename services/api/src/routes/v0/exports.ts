@@ -5,7 +5,7 @@ import { finished } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import {
-  createCsvImport, createExportLink, csvImportStatus, errors, EXPORT_FORMATS, EXPORT_LINK_TTL_SECONDS, type ExportSlotLimits, ExportSlots, type ExportTimeouts, exportLinkViewer, findDeviceAccess,
+  createCsvImport, createExportLink, timeBoundsText, csvImportStatus, errors, EXPORT_FORMATS, EXPORT_LINK_TTL_SECONDS, type ExportSlotLimits, ExportSlots, type ExportTimeouts, exportLinkViewer, findDeviceAccess,
   formatTimestamp, type ImportLimits, MAX_EXPORT_DEVICE_IDS, openDevicesExport, type OpenedExport, openReadingsExport, requestCsvArchive, verifyArchiveLink, type Viewer, watchExport
 } from '@esp/domain'
 import { baseUrl, binaryFile, EXPORT_COST, errorResponses, multipartForm, parsedParam, recordIdParam, SIGNED_IN } from '@esp/http'
@@ -43,6 +43,11 @@ const Import = Type.Object({
   values_total: Type.Integer(),
   stored: Type.Integer({ description: 'values newly stored' }),
   duplicates: Type.Integer({ description: 'values already stored at that time (the first write wins)' }),
+  skipped: Type.Object({
+    count: Type.Integer(),
+    unknown_sensors: Type.Array(Type.Union([Type.Integer(), Type.String()])),
+    items: Type.Array(Type.Object({ path: Type.String(), sensor: Type.Union([Type.Integer(), Type.String()]) }))
+  }, { description: 'values of sensor columns the catalogue does not know: skipped, the rest stored (also shown in the device\'s ingest status)' }),
   error: Nullable(Type.String()),
   created_at: Type.String(),
   finished_at: Nullable(Type.String())
@@ -204,6 +209,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
     schema: {
       tags,
       summary: "Imports an SD card's CSV file (text/csv body, or multipart field file); validated whole, stored by a job",
+      description: `Times ${timeBoundsText(ctx.exports.importLimits)}; a bad cell refuses the whole file (422), a column of an unknown sensor is skipped and named in \`skipped\`.`,
       operationId: 'importReadingsCsv',
       security: SIGNED_IN,
       body: { content: { 'text/csv': { schema: Type.String({ description: "the SD card's CSV file" }) }, 'multipart/form-data': CsvImportForm } },

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, ingestReadings, legacyAddDevice, legacyMac } from '@esp/domain'
+import { legacyAddDevice, legacyMac, storeLegacyReadings, timeBoundsText } from '@esp/domain'
 import { errorResponses } from '@esp/http'
 import type { IngestRouteContext } from '../../context.js'
 
@@ -9,7 +9,6 @@ export function legacyClock (now: Date): string {
   return `UTC:${now.getUTCFullYear()},${now.getUTCMonth() + 1},${now.getUTCDate()},${pad(now.getUTCHours())},${pad(now.getUTCMinutes())},${pad(now.getUTCSeconds())}#`
 }
 
-const THREE_YEARS_MS = 3 * 365 * 24 * 3600 * 1000
 const METHODS = ['GET', 'POST', 'PATCH', 'PUT'] as const
 /** Stores under way after their answer; past this many a request waits for its own before answering. */
 const MAX_PENDING = 64
@@ -48,29 +47,10 @@ export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteCo
       await ctx.guesses.failed(address, `mac:${legacyMac(mac) ?? mac.trim().toLowerCase().slice(0, 64)}`)
       return
     }
-    let entries: unknown
-    try { entries = JSON.parse(data) } catch { return }
-    if (!Array.isArray(entries)) return
-    // Flat objects become the contract's shape; keys the kit does not know are left out, as the
-    // established platform does, so a firmware's extra fields never reject its readings.
-    const known = new Set((await ctx.database.sql<{ key: string }[]>`select key from kit_sensors where kit_id = ${device.kitId}`).map((r) => r.key))
-    const readings = entries.map((entry: unknown) => {
-      const record = typeof entry === 'object' && entry !== null ? entry as Record<string, unknown> : {}
-      const { timestamp, ...values } = record
-      return {
-        recorded_at: typeof timestamp === 'string' ? timestamp.trim() : timestamp,
-        sensors: Object.entries(values).filter(([key]) => known.has(key)).map(([key, value]) => ({ id: key, value }))
-      }
-    }).filter((entry) => entry.sensors.length > 0)
-    if (readings.length === 0) return
-    const now = ctx.clock()
-    try {
-      await ingestReadings({ ...ctx.ingest, limits: { ...ctx.ingest.limits, minTime: new Date(now.getTime() - THREE_YEARS_MS) } }, device, readings)
-    } catch (err) {
-      // Swallowed, as the reference does: the kit reads nothing but the clock.
-      if (err instanceof ApiError && err.statusCode < 500) log.debug({ err: { code: err.code, message: err.message } }, 'legacy readings rejected')
-      else throw err
-    }
+    // Keys no sensor has are skipped and the rest stored, within the bounds of every path; what was
+    // not stored goes to the device's ingest status, since the kit reads nothing but the clock.
+    const outcome = await storeLegacyReadings(ctx.ingest, device, data)
+    if (outcome?.status === 'rejected') log.debug({ reason: outcome.reason }, 'legacy readings rejected')
   }
 
   const add = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
@@ -103,7 +83,8 @@ export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteCo
         tags,
         summary: 'Older form: readings in the X-SmartCitizenData header (JSON array of {<sensor key>: value, timestamp}), device by X-SmartCitizenMacADDR',
         description: 'Headers: `X-SmartCitizenMacADDR` (the MAC address of the device) and `X-SmartCitizenData` ' +
-          '(a JSON array of objects keyed by the kit\'s sensor keys, with a `timestamp` at most 3 years old). The answer is always the clock, ' +
+          `(a JSON array of objects keyed by sensor keys, with a \`timestamp\` ${timeBoundsText(ctx.ingest.limits)}). A key no sensor has is skipped and the rest stored; ` +
+          'an entry with a bad time or value refuses the whole header. Either is noted in the device\'s `ingest` status for its owner. The answer is always the clock, ' +
           'before and whatever the readings become, as the older platform answered. Readings are stored only into an active device whose kit is a ' +
           'SmartCitizen Kit 1.0 or 1.1 (kit_id 2 or 3: the owner\'s opt-in), and into a private one only when `X-SmartCitizenApiKey` is its owner\'s ' +
           '`legacy_api_key`. A MAC address that finds no such device counts as a failed credential of the caller\'s address, with guessed MQTT device tokens.',
