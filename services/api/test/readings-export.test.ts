@@ -148,3 +148,20 @@ t.test('streamed export as Parquet and as a wide CSV', async (t) => {
     t.match(errorBody(bad), { id: 'bad_request', message: /csv, ndjson, csv_wide, parquet/, errors: { format: [String] }, url: null })
   })
 })
+
+t.test('a to printed to the second includes the reading at that second, milliseconds and all (issue 35)', async (t) => {
+  const { app, database } = await buildPlatform(t)
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id)
+  const posted = await app.inject({ method: 'POST', url: `/v0/devices/${device}/readings`, headers: bearer(owner.token), payload: { data: [{ recorded_at: '2026-11-20T10:00:32.076Z', sensors: [{ id: 55, value: 21.5 }] }] } })
+  t.equal(posted.statusCode, 200, posted.body)
+  const printed = (await app.inject({ url: `/v0/devices/${device}`, headers: bearer(owner.token) })).json().last_reading_at as string
+  t.equal(printed, '2026-11-20T10:00:32Z', 'last_reading_at prints whole seconds')
+  const rows = async (to: string): Promise<string[]> => {
+    const res = await app.inject({ url: `/v0/devices/${device}/readings/export?format=csv&to=${encodeURIComponent(to)}`, headers: bearer(owner.token) })
+    t.equal(res.statusCode, 200, res.body)
+    return res.body.trim().split('\n').slice(1)
+  }
+  t.equal((await rows(printed)).length, 1, 'to=last_reading_at exports the newest reading')
+  t.equal((await rows('2026-11-20T10:00:32.000Z')).length, 0, 'a to with milliseconds is exact')
+})

@@ -93,7 +93,7 @@ t.test('bad parameters are 4xx with the error body', async (t) => {
     ['sensor_id=abc&rollup=1h', 400, /sensor_id/],
     ['sensor_id=999999&rollup=1h', 404, /Sensor/],
     ['sensor_id=55&rollup=1s&from=2020-01-01&to=2026-11-21&all_intervals=true', 400, /narrow|larger rollup/],
-    ['sensor_id=55&rollup=1ms&from=2026-11-20&to=2026-11-22', 400, /larger rollup/]
+    ['sensor_id=55&rollup=1h&limit=0', 400, /limit must be an integer from 1 to 1000000/]
   ]
   for (const [query, status, message] of cases) {
     const res = await app.inject({ url: `/v0/devices/${device}/readings?${query}` })
@@ -104,6 +104,18 @@ t.test('bad parameters are 4xx with the error body', async (t) => {
   const empty = await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=10&rollup=1h` })
   t.equal(empty.statusCode, 200)
   t.same(empty.json().readings, [], 'a sensor without data is an empty list')
+})
+
+t.test('a fine rollup over days answers the buckets that hold readings, counted by them, not by the span (issue 35)', async (t) => {
+  const { app, device } = await seeded(t)
+  // Two days of milliseconds are 172,800,000 buckets; 288 of them hold a reading.
+  const res = await app.inject({ url: `/v0/devices/${device}/readings?sensor_id=55&rollup=1ms&from=2026-11-20&to=2026-11-22` })
+  t.equal(res.statusCode, 200)
+  const body = res.json()
+  t.same(Object.keys(body), ['device_id', 'sensor_id', 'sensor_key', 'component_id', 'rollup', 'function', 'from', 'to', 'sample_size', 'readings'], 'written whole, as ever')
+  t.equal(body.readings.length, 288)
+  t.same(body.readings[0], ['2026-11-21T23:50:00Z', 25])
+  t.equal(body.sample_size, 288)
 })
 
 t.test('readings of a private device: owner and admins only', async (t) => {

@@ -15,3 +15,4 @@ export async function loadEngine (runner: Runner): Promise<TimeSeriesEngine> {
 }
 export { dayOffsetTier, dayOffsetTiers, isTierableOffset, registerDayOffsets } from './day-offsets.js'
 export { boundedRunner, historyRunner } from './history-runner.js'
+export { bucketsPerDay, MAX_NTH_READING, nthReadingTime } from './estimates.js'

@@ -250,20 +250,20 @@ export async function rawStates (runner: Runner, q: StateQuery & { interval: str
 
 /**
  * The raw readings of [from, until) as (epoch ms, value) pairs in time order, at most `limit` of
- * them (the first ones); a NULL value is NaN. The first and last of a fine rollup are folded from
- * these by the caller: grouped in SQL they cost an array per bucket (first and last have no
- * aggregate of their own), twice what reading the rows costs. The pairs come packed in one bytea
+ * them (the first ones, or with `newest` the last ones); a NULL value is NaN. The first and last
+ * of a fine rollup are folded from these by the caller: grouped in SQL they cost an array per
+ * bucket (first and last have no aggregate of their own), twice what reading the rows costs. The pairs come packed in one bytea
  * (16 bytes a reading) through a binary COPY: as COPY rows, each was a message for postgres.js to
  * take apart, and as a query's bytea, megabytes of hex text.
  */
-export async function rawPairs (runner: Runner, q: StateQuery & { limit: number }): Promise<Float64Array> {
+export async function rawPairs (runner: Runner, q: StateQuery & { limit: number, newest?: boolean }): Promise<Float64Array> {
   const data = await copyOutBytes(runner, `
     select string_agg(timestamptz_send(recorded_at) || float8send(coalesce(value, 'NaN')), ''::bytea order by recorded_at)
     from (
       select recorded_at, value from readings
       where device_id = ${integer(q.deviceId)} and sensor_id = ${integer(q.sensorId)}
         and recorded_at >= ${quoted(q.from.toISOString())} and recorded_at < ${quoted(q.until.toISOString())}
-      order by recorded_at
+      order by recorded_at${q.newest === true ? ' desc' : ''}
       limit ${integer(q.limit)}
     ) as r`)
   if (data === null) return new Float64Array(0)

@@ -18,6 +18,8 @@ t.test('raw pairs come back by binary COPY: every time to the millisecond, in or
   t.same([...pairs], [Date.parse(times[0] ?? ''), -273.15, Date.parse(times[1] ?? ''), NaN, Date.parse(times[2] ?? ''), 1.7976931348623157e308])
   const firstTwo = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(0), until: new Date(), limit: 2 })
   t.same([...firstTwo], [Date.parse(times[0] ?? ''), -273.15, Date.parse(times[1] ?? ''), NaN], 'the limit keeps the earliest')
+  const lastTwo = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 55, from: new Date(0), until: new Date(), limit: 2, newest: true })
+  t.same([...lastTwo], [Date.parse(times[2] ?? ''), 1.7976931348623157e308, Date.parse(times[3] ?? ''), 101325.00999999999], 'with newest, the latest, still in time order')
   const none = await rawPairs(postgresRunner(database.sql), { deviceId, sensorId: 57, from: new Date(0), until: new Date(), limit: 10 })
   t.equal(none.length, 0, 'no rows, no pairs')
   await t.rejects(rawPairs(postgresRunner(database.sql), { deviceId: 1.5, sensorId: 55, from: new Date(0), until: new Date(), limit: 10 }), /not an integer/, 'COPY takes only integers made here')

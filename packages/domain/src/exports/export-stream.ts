@@ -3,7 +3,7 @@ import { copyOut, type Database } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanSee, findDeviceAccess } from '../devices/device-access.js'
 import { errors } from '../errors.js'
-import { parseSensorIdParam, parseTimeParam } from '../readings/time-params.js'
+import { parseSensorIdParam, parseTimeParam, parseToParam } from '../readings/time-params.js'
 import { devicesExportCopySql, exportByTimeCopySql, exportCopySql, type ExportRange } from './copy-sql.js'
 import { type DevicesExportParams, parseDeviceSelection, selectedPairs } from './export-selection.js'
 import { ExportLines } from './export-lines.js'
@@ -46,7 +46,8 @@ async function exportRequest (sql: Database['sql'], params: ExportParams): Promi
   const format = params.format === undefined || params.format === '' ? EXPORT_FORMATS[0] : params.format
   if (!isExportFormat(format)) throw errors.badRequest(`format must be one of ${EXPORT_FORMATS.join(', ')}`, { format: ['is not included in the list'] })
   const from = parseTimeParam('from', params.from) ?? null
-  const to = parseTimeParam('to', params.to) ?? null
+  // As the history's: a `to` to the second includes that second (a printed last_reading_at).
+  const to = parseToParam(params.to) ?? null
   if (from !== null && to !== null && from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
   const sensorId = parseSensorIdParam(params.sensor_id)
   if (sensorId !== null) {

@@ -4,8 +4,8 @@ import { formatTimestamp } from '../time.js'
 import { nextTurn } from '../turns.js'
 import { listParam, recordId } from '../validation/record-id.js'
 import type { RollupFunction } from './aggregate-state.js'
-import { type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, readBuckets, resolveSensor } from './history.js'
-import { boundedWindow } from './window.js'
+import { type HistoryContext, type HistoryParams, historyRequest, inOrderOfPrecedence, limitedTo, parseLimitParam, readBuckets, resolveSensor } from './history.js'
+import { boundedWindow, type ReadWindow } from './window.js'
 import { RollupSeries } from './rollup-series.js'
 
 /** Several sensors of a device in one answer: one series each, on the same buckets. */
@@ -64,10 +64,20 @@ export async function readingsHistories (ctx: HistoryContext, deviceId: number, 
 
 async function answerHistories (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoriesResult> {
   const { rollup, fn, from, to } = historyRequest(ctx, params, !asksForSeveralSensors(params), 'sensor_ids OR sensor_keys')
+  const limit = parseLimitParam(params.limit)
   const sensors = await resolveSensors(ctx.runner, deviceId, params)
   // One window for every series: their extent together, their buckets counted together.
   const window = await boundedWindow(ctx, rollup, from, to, params, deviceId, sensors.map((sensor) => sensor.id))
-  const reads = await Promise.all(sensors.map(async (sensor) => await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId: sensor.id }, window)))
+  const reads = await Promise.all(sensors.map(async (sensor) => {
+    const base = { deviceId, sensorId: sensor.id }
+    // `limit` counts each sensor's own readings: its series ends at its own limit-th one.
+    let own: ReadWindow = window
+    if (limit !== null && !window.empty) {
+      const last = await limitedTo(ctx, { ...base, from, to, limit })
+      if (last < window.to) own = { ...window, to: last, empty: last < window.from }
+    }
+    return await readBuckets(ctx, rollup, fn, from, to, params, base, own, window)
+  }))
   const times = RollupSeries.unionOfStarts(reads.map((read) => read.readings))
   return {
     device_id: deviceId,

@@ -1,12 +1,14 @@
-import { addValue, BucketStates, mergeInto, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
+import { Readable } from 'node:stream'
+import { addValue, BucketStates, bucketsPerDay, MAX_NTH_READING, mergeInto, nthReadingTime, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
 import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
+import { nextTurn } from '../turns.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { RollupSeries } from './rollup-series.js'
-import { bucketStartMs, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
-import { parseSensorIdParam, parseTimeParam } from './time-params.js'
+import { bucketStartMs, countBuckets, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { parseSensorIdParam, parseTimeParam, parseToParam } from './time-params.js'
 import { parseTimeZone } from './zone.js'
-import { asksAllIntervals, boundedWindow, bucketBounds, planOf, type ReadWindow, tooManyBuckets } from './window.js'
+import { asksAllIntervals, boundedWindow, bucketBounds, chunksOf, planOf, type ReadWindow, tooManyBuckets, tooManyStreamed } from './window.js'
 
 export interface HistoryParams {
   sensor_id?: string | undefined
@@ -23,6 +25,14 @@ export interface HistoryParams {
   /** several sensors, one series each (histories.ts): ids separated by commas, or `all` */
   sensor_ids?: string | undefined
   sensor_keys?: string | undefined
+  /** only the oldest `limit` stored readings of each sensor in [from, to] are aggregated (KairosDB's metric limit) */
+  limit?: string | undefined
+}
+
+/** Answers that may be streamed (HistoryContext.stream). */
+export interface StreamOptions {
+  /** the most buckets one streamed answer holds (by the count made before reading it) */
+  maxBuckets: number
 }
 
 /** Queries run through a Runner, so the same code serves postgres.js and PGlite (TimescaleDB) alike. */
@@ -40,6 +50,12 @@ export interface HistoryContext {
    * request, and may refuse it (a 429) before anything is read.
    */
   charge?: (values: number) => Promise<void> | void
+  /**
+   * Set when the caller can write an answer as it is read (a Readable, historyJson): one sensor's
+   * answer of more than maxBuckets buckets is then streamed, a run of buckets at a time, in memory
+   * proportional to a run. Without it such a request is a 400 naming maxBuckets.
+   */
+  stream?: StreamOptions
 }
 
 export interface HistoryResult {
@@ -56,10 +72,49 @@ export interface HistoryResult {
   readings: RollupSeries
 }
 
-/** The response's JSON bytes, its thousands of readings written straight from their numbers. */
-export function historyJson (result: HistoryResult): Buffer {
+/**
+ * An answer of more buckets than maxBuckets (HistoryContext.stream): its members but the readings
+ * and sample_size, known only once every bucket is read.
+ */
+export interface StreamedHistory extends Omit<HistoryResult, 'sample_size' | 'readings'> {
+  /** the buckets, newest first, a run at a time, each read as the one before is written */
+  streamed: AsyncIterable<Buckets>
+}
+
+/**
+ * The response's JSON bytes, its thousands of readings written straight from their numbers. A
+ * streamed answer is a Readable of the same object, `sample_size` last: its bytes come a run of
+ * buckets at a time as the reader takes them (backpressure: the next run is read once the last
+ * one is taken), and a failure part way destroys it, so the answer is cut short, never closed.
+ */
+export function historyJson (result: HistoryResult | StreamedHistory): Buffer | Readable {
+  if ('streamed' in result) {
+    const { streamed, ...head } = result
+    // Byte chunks, not objects: the stream buffers one run ahead at most.
+    return Readable.from(streamedJson(`${JSON.stringify(head).slice(0, -1)},"readings":[`, streamed), { objectMode: false })
+  }
   const { readings, ...head } = result
   return readings.json(`${JSON.stringify(head).slice(0, -1)},`)
+}
+
+/**
+ * `head`, each run's tuples, then `],"sample_size":N}`. The head goes out with the first run, so
+ * a failure reading it is still an error answer of its own.
+ */
+async function * streamedJson (head: string, runs: AsyncIterable<Buckets>): AsyncGenerator<Buffer> {
+  let pending: Buffer | null = Buffer.from(head)
+  let follows = false
+  let sampleSize = 0
+  for await (const run of runs) {
+    sampleSize += run.sampleSize
+    if (run.readings.length === 0) continue
+    const tuples = run.readings.tuplesJson(follows)
+    follows = true
+    if (pending === null) yield tuples
+    else yield Buffer.concat([pending, tuples])
+    pending = null
+  }
+  yield Buffer.from(`${pending === null ? '' : pending.toString()}],"sample_size":${sampleSize}}`)
 }
 
 /**
@@ -67,6 +122,34 @@ export function historyJson (result: HistoryResult): Buffer {
  * of folded here: its pairs would be megabytes in the process.
  */
 const RAW_PAIRS_MAX = 200_000
+
+/**
+ * `limit`: the oldest this many stored readings of a sensor in [from, to] are aggregated. Finding
+ * where the last of them lies steps over that many index entries (nthReadingTime), charged as a
+ * value answered for every LIMIT_READINGS_PER_VALUE of them.
+ */
+const MAX_LIMIT = MAX_NTH_READING
+const LIMIT_READINGS_PER_VALUE = 20
+
+/** The `limit` parameter: null when absent. */
+export function parseLimitParam (value: string | undefined): number | null {
+  const text = value?.trim() ?? ''
+  if (text === '') return null
+  const limit = /^\d{1,9}$/.test(text) ? Number(text) : NaN
+  if (!(limit >= 1 && limit <= MAX_LIMIT)) throw errors.badRequest(`limit must be an integer from 1 to ${MAX_LIMIT}`, { limit: [`must be an integer from 1 to ${MAX_LIMIT}`] })
+  return limit
+}
+
+/**
+ * Where reading stops under `limit` (KairosDB's metric limit: the oldest `limit` data points of
+ * the range, before any aggregation): the time of the limit-th reading from `from`, or `to` when
+ * the range holds fewer. The caller is charged for the lookup before it runs.
+ */
+export async function limitedTo (ctx: HistoryContext, q: { deviceId: number, sensorId: number, from: Date, to: Date, limit: number }): Promise<Date> {
+  await ctx.charge?.(Math.floor(q.limit / LIMIT_READINGS_PER_VALUE))
+  const last = await nthReadingTime(ctx.runner, { deviceId: q.deviceId, sensorId: q.sensorId, from: q.from, until: new Date(q.to.getTime() + 1), n: q.limit })
+  return last ?? q.to
+}
 
 /** Without `from`, the window is the six weeks before `to` (behaviour.md §7). */
 export const DEFAULT_WINDOW_MS = 6 * 7 * 24 * 3600 * 1000
@@ -95,13 +178,19 @@ function bucketKeyer (rollup: Rollup): (t: number) => number {
  * last, whatever their values.
  */
 function foldPairs (pairs: Float64Array, rollup: Rollup): BucketStates {
-  const states = new BucketStates()
+  // Sized once: at most a bucket a pair, and no more than the pairs' time spans (a run of a long
+  // answer folds tens of thousands, and growing by doubling made as much again of garbage).
+  const count = pairs.length / 2
+  const spanned = count === 0 ? 0 : countBuckets(new Date(pairs[0] as number), new Date(pairs[pairs.length - 2] as number), rollup)
+  const states = new BucketStates(Math.min(count, spanned))
   const state = stateOf(0, 0)
+  // A fixed bucket on UTC's clock ends its length later: no Date a bucket.
+  const fixed = rollup.zone === undefined ? rollup.fixedMs : null
   let i = 0
   while (i < pairs.length) {
     const bucket = bucketStartMs(pairs[i] as number, rollup)
     // Pairs come in time order: a bucket's end is worked out once, not a bucket start per pair.
-    const end = nextBucket(new Date(bucket), rollup).getTime()
+    const end = fixed !== null ? bucket + fixed : nextBucket(new Date(bucket), rollup).getTime()
     state.count = state.mean = state.m2 = state.sum = 0
     state.min = Infinity
     state.max = -Infinity
@@ -140,7 +229,9 @@ export async function resolveSensor (runner: Runner, deviceId: number, id: numbe
  * see it) and beside the sensor's resolution when its id is given: one round trip's wait instead
  * of three. Nothing is answered before `access` settles, and its error outranks any found here.
  */
-export async function readingsHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams, access: Promise<unknown> = Promise.resolve()): Promise<HistoryResult> {
+export async function readingsHistory (ctx: HistoryContext & { stream?: undefined }, deviceId: number, params: HistoryParams, access?: Promise<unknown>): Promise<HistoryResult>
+export async function readingsHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams, access?: Promise<unknown>): Promise<HistoryResult | StreamedHistory>
+export async function readingsHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams, access: Promise<unknown> = Promise.resolve()): Promise<HistoryResult | StreamedHistory> {
   const [, answer] = await inOrderOfPrecedence(access, answerHistory(ctx, deviceId, params))
   return answer
 }
@@ -165,26 +256,35 @@ export function historyRequest (ctx: HistoryContext, params: HistoryParams, sens
   const rollup: Rollup = inZone(parseRollup(params.rollup), parseTimeZone(params.timezone))
   const fn = params.function === undefined || params.function === '' ? 'avg' : params.function
   if (!isRollupFunction(fn)) throw errors.badRequest(`function must be one of ${rollupFunctions.join(', ')}`, { function: ['is not included in the list'] })
-  const to = parseTimeParam('to', params.to) ?? ctx.now()
+  const to = parseToParam(params.to) ?? ctx.now()
   const from = parseTimeParam('from', params.from) ?? new Date(to.getTime() - DEFAULT_WINDOW_MS)
   if (from > to) throw errors.badRequest('from must not be after to', { from: ['is after to'] })
   return { rollup, fn, from, to }
 }
 
-async function answerHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoryResult> {
+async function answerHistory (ctx: HistoryContext, deviceId: number, params: HistoryParams): Promise<HistoryResult | StreamedHistory> {
   const { rollup, fn, from, to } = historyRequest(ctx, params, (params.sensor_id ?? '') === '' && (params.sensor_key ?? '') === '', 'sensor_key OR sensor_id')
+  const limit = parseLimitParam(params.limit)
   const runner = ctx.runner
   const askedId = parseSensorIdParam(params.sensor_id)
   const sensor = resolveSensor(runner, deviceId, askedId, askedId !== null ? null : (params.sensor_key ?? '').trim())
   // Buckets of a given id are read beside its resolution, which must still find it: a missing
   // sensor is a 404, whatever the buckets gave.
-  const buckets = (async () => {
+  const buckets = (async (): Promise<Buckets | Streamed> => {
     const sensorId = askedId ?? (await sensor).id
-    const window = await boundedWindow(ctx, rollup, from, to, params, deviceId, [sensorId])
-    return await readBuckets(ctx, rollup, fn, from, to, params, { deviceId, sensorId }, window)
+    const base = { deviceId, sensorId }
+    const readTo = limit === null ? to : await limitedTo(ctx, { ...base, from, to, limit })
+    const window = await boundedWindow(ctx, rollup, from, to, params, deviceId, [sensorId], { readTo, chunked: true })
+    const chunks = window.chunks
+    if (chunks !== undefined) {
+      const runs = readRuns(ctx, rollup, fn, params, base, window)
+      return chunks.streamed ? { streamed: runs } : await gathered(runs)
+    }
+    if (rollup.raw && ctx.stream !== undefined) return await rawOrStreamed(ctx, rollup, fn, params, base, window, ctx.stream)
+    return await readBuckets(ctx, rollup, fn, from, to, params, base, window)
   })()
   const [resolved, read] = await inOrderOfPrecedence(sensor, buckets)
-  return {
+  const head = {
     device_id: deviceId,
     sensor_id: resolved.id,
     sensor_key: resolved.key,
@@ -192,21 +292,94 @@ async function answerHistory (ctx: HistoryContext, deviceId: number, params: His
     rollup: rollup.text,
     function: fn,
     from: formatTimestamp(from),
-    to: formatTimestamp(to),
-    sample_size: read.sampleSize,
-    readings: read.readings
+    to: formatTimestamp(to)
   }
+  if ('streamed' in read) return { ...head, streamed: read.streamed }
+  return { ...head, sample_size: read.sampleSize, readings: read.readings }
 }
 
 export interface Buckets { readings: RollupSeries, sampleSize: number }
+interface Streamed { streamed: AsyncIterable<Buckets> }
 
-export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }, window: ReadWindow): Promise<Buckets> {
+/** A chunked window's runs of buckets (chunksOf), newest first, each read as the one before is taken, a turn of the event loop between them. */
+async function * readRuns (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, params: HistoryParams, base: { deviceId: number, sensorId: number }, window: ReadWindow): AsyncGenerator<Buckets> {
+  for await (const chunk of chunksOf(ctx, rollup, window, base)) {
+    const to = new Date(chunk.until.getTime() - 1)
+    const run: ReadWindow = { from: chunk.from, to, empty: false, perSeries: countBuckets(chunk.from, to, rollup) }
+    yield await readBuckets(ctx, rollup, fn, chunk.from, to, params, base, run)
+    await nextTurn()
+  }
+}
+
+/** Runs of buckets as one answer: what they hold is at most maxBuckets buckets. */
+async function gathered (runs: AsyncIterable<Buckets>): Promise<Buckets> {
+  const series: RollupSeries[] = []
+  let sampleSize = 0
+  for await (const run of runs) {
+    series.push(run.readings)
+    sampleSize += run.sampleSize
+  }
+  return { readings: RollupSeries.concat(series), sampleSize }
+}
+
+/** Raw readings newest first, with a count of 1 each when asked for: [time, value] pairs of the answer. */
+function rawBuckets (pairs: Float64Array, fn: RollupFunction, coverage: boolean): Buckets {
+  const count = pairs.length / 2
+  const starts = new Float64Array(count)
+  const values = new Float64Array(count)
+  for (let i = 0, at = pairs.length - 2; i < count; i++, at -= 2) {
+    const time = pairs[at] as number
+    starts[i] = time
+    values[i] = finalize(stateOf(time, pairs[at + 1] as number), fn) ?? NaN
+  }
+  // A null value is still a reading: the count counts rows, as sample_size does.
+  return { readings: new RollupSeries(starts, values, coverage ? new Float64Array(count).fill(1) : undefined), sampleSize: count }
+}
+
+/**
+ * One sensor's raw readings, as readBuckets reads them; more than the window's share of them are
+ * streamed, maxBuckets readings at a time from the newest (each run ends where the one before
+ * began: a sensor has one reading a time), counted before from the hourly tier's counts and
+ * bounded by `stream.maxBuckets`.
+ */
+async function rawOrStreamed (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, params: HistoryParams, base: { deviceId: number, sensorId: number }, window: ReadWindow, stream: StreamOptions): Promise<Buckets | Streamed> {
+  const coverage = params.coverage === 'true' || params.coverage === '1'
+  const until = new Date(window.to.getTime() + 1)
+  const pairs = await rawPairs(ctx.runner, { ...base, from: window.from, until, limit: window.perSeries + 1 })
+  if (pairs.length / 2 <= window.perSeries) {
+    await ctx.charge?.(pairs.length / 2)
+    return rawBuckets(pairs, fn, coverage)
+  }
+  // Every reading is a point: the hourly tier's counts, whole.
+  const days = await bucketsPerDay(ctx.runner, { ...base, from: window.from, until, perHour: Number.MAX_SAFE_INTEGER })
+  let held = 0
+  for (let i = 1; i < days.length; i += 2) held += days[i] as number
+  const estimate = Math.max(window.perSeries + 1, held)
+  if (estimate > stream.maxBuckets) throw tooManyStreamed(estimate, rollup.text, stream.maxBuckets)
+  await ctx.charge?.(estimate)
+  const runs = async function * (): AsyncGenerator<Buckets> {
+    for (let end = until; ;) {
+      const run = await rawPairs(ctx.runner, { ...base, from: window.from, until: end, limit: ctx.maxBuckets, newest: true })
+      if (run.length > 0) yield rawBuckets(run, fn, coverage)
+      if (run.length / 2 < ctx.maxBuckets) return
+      end = new Date(run[0] as number)
+      await nextTurn()
+    }
+  }
+  return { streamed: runs() }
+}
+
+/**
+ * One series' buckets over `window`. With all_intervals, every bucket of [from, to], worked out
+ * once for every series of `shared` (the request's window, when `limit` ends this one's sooner).
+ */
+export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, from: Date, to: Date, params: HistoryParams, base: { deviceId: number, sensorId: number }, window: ReadWindow, shared: ReadWindow = window): Promise<Buckets> {
   const runner = ctx.runner
   const allIntervals = asksAllIntervals(rollup, params)
   const coverage = params.coverage === 'true' || params.coverage === '1'
   if (window.empty) {
     const none = new Float64Array(0)
-    if (allIntervals) return await everyInterval(ctx, rollup, from, to, window, coverage, { starts: none, values: none, counts: none, buckets: 0, sampleSize: 0 })
+    if (allIntervals) return await everyInterval(ctx, rollup, from, to, shared, coverage, { starts: none, values: none, counts: none, buckets: 0, sampleSize: 0 })
     return { readings: new RollupSeries(none, none, coverage ? none : undefined), sampleSize: 0 }
   }
   const readFrom = window.from
@@ -220,15 +393,7 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
     if (count > window.perSeries) throw tooManyBuckets(count, rollup.text, window.perSeries)
     await ctx.charge?.(count)
     // In time order from rawPairs; the answer is newest first.
-    const starts = new Float64Array(count)
-    const values = new Float64Array(count)
-    for (let i = 0, at = pairs.length - 2; i < count; i++, at -= 2) {
-      const time = pairs[at] as number
-      starts[i] = time
-      values[i] = finalize(stateOf(time, pairs[at + 1] as number), fn) ?? NaN
-    }
-    // A null value is still a reading: the count counts rows, as sample_size does.
-    return { readings: new RollupSeries(starts, values, coverage ? new Float64Array(count).fill(1) : undefined), sampleSize: count }
+    return rawBuckets(pairs, fn, coverage)
   }
 
   // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
@@ -296,7 +461,7 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
   }
   if (currentKey !== -Infinity) complete()
 
-  if (allIntervals) return await everyInterval(ctx, rollup, from, to, window, coverage, { starts, values, counts, buckets, sampleSize })
+  if (allIntervals) return await everyInterval(ctx, rollup, from, to, shared, coverage, { starts, values, counts, buckets, sampleSize })
   const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
   return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
 }

@@ -60,13 +60,52 @@ export class RollupSeries {
    * the whole response, non-finite values as null.
    */
   json (head: string): Buffer {
-    const counts = this.counts
-    const out = Buffer.allocUnsafe(Buffer.byteLength(head) + 14 + this.starts.length * (TUPLE_BYTES + (counts === undefined ? 0 : 17)))
+    const out = Buffer.allocUnsafe(Buffer.byteLength(head) + 14 + this.tuplesBytes())
     let n = out.write(head)
     n = ascii(out, n, '"readings":[')
+    n = this.writeTuples(out, n, false)
+    n = ascii(out, n, ']}')
+    return out.subarray(0, n)
+  }
+
+  /**
+   * The tuples alone, separated by commas, and preceded by one when `follows` (they continue a
+   * list): a streamed answer's readings, a run of buckets at a time.
+   */
+  tuplesJson (follows: boolean): Buffer {
+    const out = Buffer.allocUnsafe(1 + this.tuplesBytes())
+    return out.subarray(0, this.writeTuples(out, 0, follows))
+  }
+
+  /** Every bucket of several series, in their order: the runs of one answer read apart. */
+  static concat (series: readonly RollupSeries[]): RollupSeries {
+    if (series.length === 1 && series[0] !== undefined) return series[0]
+    const length = series.reduce((sum, s) => sum + s.length, 0)
+    const withCounts = series.length > 0 && series.every((s) => s.counts !== undefined)
+    const starts = new Float64Array(length)
+    const values = new Float64Array(length)
+    const counts = withCounts ? new Float64Array(length) : undefined
+    let at = 0
+    for (const s of series) {
+      starts.set(s.starts, at)
+      values.set(s.values, at)
+      if (counts !== undefined && s.counts !== undefined) counts.set(s.counts, at)
+      at += s.length
+    }
+    return new RollupSeries(starts, values, counts)
+  }
+
+  /** The most bytes writeTuples writes. */
+  private tuplesBytes (): number {
+    return this.starts.length * (TUPLE_BYTES + (this.counts === undefined ? 0 : 17))
+  }
+
+  /** The tuples into `out` from `n` (a comma first when `follows` and there are any); returns the end. */
+  private writeTuples (out: Buffer, n: number, follows: boolean): number {
+    const counts = this.counts
     const times = new ReadingTimeBytes('["')
     for (let i = 0; i < this.starts.length; i++) {
-      if (i > 0) out[n++] = 0x2c // ,
+      if (i > 0 || follows) out[n++] = 0x2c // ,
       n = times.write(out, n, this.starts[i] as number)
       n = ascii(out, n, 'Z",')
       const value = this.values[i] as number
@@ -77,8 +116,7 @@ export class RollupSeries {
       }
       out[n++] = 0x5d // ]
     }
-    n = ascii(out, n, ']}')
-    return out.subarray(0, n)
+    return n
   }
 }
 

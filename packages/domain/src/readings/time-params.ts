@@ -120,6 +120,19 @@ export function parseTimeParam (name: 'from' | 'to', value: string | undefined):
 }
 
 /**
+ * `to` of the readings history and the exports (issue 35): a time written without a fraction of a second means
+ * through the end of that second, so that a time the platform printed (`last_reading_at`, to the
+ * second) includes the reading it names, stored with its milliseconds; with a fraction it is
+ * exact. The instant itself prints as it was given (formatTimestamp drops the milliseconds).
+ */
+export function parseToParam (value: string | undefined): Date | undefined {
+  const at = parseTimeParam('to', value)
+  if (at === undefined) return undefined
+  const fraction = DATE_TIME.exec(value?.trim() ?? '')?.[7]
+  return fraction === undefined ? new Date(at.getTime() + 999) : at
+}
+
+/**
  * A date or date and time as the query parameters take it (zone-less is UTC; `2026-11-25` is its
  * midnight): epoch ms, or null when it is not a real date and time (a 31 February, hour 24).
  */

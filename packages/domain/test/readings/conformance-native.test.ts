@@ -2,7 +2,7 @@ import t from 'tap'
 import { dayOffsetTiers, loadEngine, postgresRunner, registerDayOffsets } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
 import { dayOffsetsOfZones, ingestReadings, inZone, parseRollup, parseTimeZone, ReadingsWriter, readingsHistory, referenceAggregate, rollupFunctions } from '@esp/domain'
-import { checkConformance, ZONES } from './conformance.js'
+import { answersInRuns, checkConformance, ZONES } from './conformance.js'
 
 /**
  * Conformance of the native engine (real PostgreSQL): readings written through the one write path
@@ -31,6 +31,7 @@ t.test('native engine = reference, for every function and rollup', async (t) => 
     settle: async () => {}
   }, 30)
   t.equal(runs, 30)
+  t.ok(answersInRuns.streamed > 0 && answersInRuns.whole > 0, `in runs of a few buckets: ${answersInRuns.streamed} answers streamed, ${answersInRuns.whole} whole`)
 })
 
 t.test("a wall clock's daily tier filled from the hourly one answers as the raw rows do", async (t) => {

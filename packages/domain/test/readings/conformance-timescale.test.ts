@@ -1,7 +1,7 @@
 import t from 'tap'
 import { timescaleEngine, writeReadings } from '@esp/db'
 import { inRunnerTransaction, openTimescalePglite } from '@esp/db/testing/pglite'
-import { checkConformance } from './conformance.js'
+import { answersInRuns, checkConformance } from './conformance.js'
 
 /**
  * The same conformance property on the timescale engine, on the PGlite build that bundles
@@ -32,4 +32,5 @@ t.test('timescale engine = reference, for every function and rollup', async (t) 
     }
   }, 15)
   t.equal(runs, 15)
+  t.ok(answersInRuns.streamed > 0 && answersInRuns.whole > 0, `in runs of a few buckets: ${answersInRuns.streamed} answers streamed, ${answersInRuns.whole} whole`)
 })

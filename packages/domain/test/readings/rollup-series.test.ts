@@ -22,3 +22,21 @@ t.test('the bytes of a series are what JSON.stringify makes of its head and its 
   }), { numRuns: 2_000 })
   t.equal(new RollupSeries(new Float64Array(0), new Float64Array(0)).json('{"a":"é",').toString(), '{"a":"é","readings":[]}')
 })
+
+t.test('runs of a series written apart, and joined, are the bytes of the whole', async (t) => {
+  fc.assert(fc.property(fc.array(fc.array(fc.tuple(instant, value, fc.nat()), { maxLength: 40 }), { maxLength: 6 }), fc.boolean(), (runs, withCounts) => {
+    const make = (buckets: [number, number, number][]): RollupSeries => new RollupSeries(Float64Array.from(buckets, (b) => b[0]), Float64Array.from(buckets, (b) => b[1]), withCounts ? Float64Array.from(buckets, (b) => b[2]) : undefined)
+    const whole = make(runs.flat())
+    const head = '{"device_id":1,'
+    const expected = whole.json(head).toString('utf8')
+    let follows = false
+    const parts = runs.map((run) => {
+      const bytes = make(run).tuplesJson(follows).toString('utf8')
+      if (run.length > 0) follows = true
+      return bytes
+    })
+    return `${head}"readings":[${parts.join('')}]}` === expected &&
+      RollupSeries.concat(runs.map(make)).json(head).toString('utf8') === expected
+  }), { numRuns: 500 })
+  t.equal(new RollupSeries(new Float64Array(0), new Float64Array(0)).tuplesJson(true).length, 0, 'no tuples, no comma')
+})

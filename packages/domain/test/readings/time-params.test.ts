@@ -2,7 +2,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import { DateTime, FixedOffsetZone } from 'luxon'
 import { ApiError } from '../../src/errors.js'
-import { parseRecordedAt, parseTimeParam } from '../../src/readings/time-params.js'
+import { parseRecordedAt, parseTimeParam, parseToParam } from '../../src/readings/time-params.js'
 
 const iso = (date: Date | null | undefined) => date?.toISOString()
 
@@ -39,6 +39,25 @@ t.test('from and to: every form the clients send', async (t) => {
     t.equal(iso(parseTimeParam('from', input)), expected, input)
     t.equal(iso(parseTimeParam('to', input)), expected, input)
   }
+})
+
+t.test('to without a fraction of a second means through the end of that second; with one, exactly (issue 35)', async (t) => {
+  const cases: [string, string][] = [
+    ['2026-11-22T11:58:32Z', '2026-11-22T11:58:32.999Z'], // last_reading_at as printed
+    ['2026-11-22 11:58:32+00:00', '2026-11-22T11:58:32.999Z'],
+    ['2026-11-22T13:58:32+02:00', '2026-11-22T11:58:32.999Z'],
+    ['2026-11-22T11:58', '2026-11-22T11:58:00.999Z'],
+    ['2026-11-22', '2026-11-22T00:00:00.999Z'],
+    [String(Date.UTC(2026, 10, 22, 11, 58, 32) / 1000), '2026-11-22T11:58:32.999Z'],
+    ['2026-11-22T11:58:32.076Z', '2026-11-22T11:58:32.076Z'],
+    ['2026-11-22T11:58:32.000Z', '2026-11-22T11:58:32.000Z'],
+    ['2026-11-22T11:58:32.0769Z', '2026-11-22T11:58:32.076Z'],
+    ['2200-12-31T23:59:59Z', '2200-12-31T23:59:59.999Z']
+  ]
+  for (const [text, expected] of cases) t.equal(iso(parseToParam(text)), expected, text)
+  t.equal(parseToParam(undefined), undefined)
+  t.equal(parseToParam(' '), undefined)
+  t.throws(() => parseToParam('yesterday'), { message: /The to parameter/ })
 })
 
 t.test('from and to: absent is undefined', async (t) => {
