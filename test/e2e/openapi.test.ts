@@ -101,7 +101,7 @@ t.test('the OpenAPI document of the whole platform is valid, lints clean and is 
   }
   const parameter = (operationId: string, name: string): Record<string, unknown> | undefined =>
     find(operationId).parameters?.find((p) => p.name === name)?.schema
-  t.same(find('getMe').security, [{ bearer: [] }, { basic: [] }, { accessToken: [] }], 'GET /me needs credentials, of any kind')
+  t.same(find('getMe').security, [{ bearer: [] }, { basic: [] }, { accessToken: [] }, { sessionCookie: [] }], 'GET /me needs credentials, of any kind')
   t.ok(anonymousAllowed(find('listDevices')), 'lists are open to anonymous callers')
   t.same(find('oauthToken').security, [], 'the token endpoint reads client credentials itself')
   t.match(parameter('getReadings', 'rollup'), { type: 'string', pattern: String })

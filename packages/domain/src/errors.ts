@@ -60,6 +60,8 @@ export const errors = {
     new ApiError({ code: 'ESP_INVALID_TOKEN', id: 'unauthorized', statusCode: 401, message: viaParam ? 'Invalid OAuth2 Params' : 'Invalid or revoked access token', headers: { 'www-authenticate': 'Bearer realm="Application", error="invalid_token"' } }),
   forbidden: () =>
     new ApiError({ code: 'ESP_FORBIDDEN', id: 'forbidden', statusCode: 403, message: 'You do not have the access permissions to do this' }),
+  crossOriginCookie: () =>
+    new ApiError({ code: 'ESP_CROSS_ORIGIN_COOKIE', id: 'forbidden', statusCode: 403, message: 'A change signed in by the session cookie must come from this API\'s origin or a web origin in CORS_ORIGINS (checked by Origin, else Referer); send the access token as a Bearer header instead' }),
   notFound: (what: string, key: string | number) =>
     new ApiError({ code: 'ESP_RECORD_NOT_FOUND', id: 'record_not_found', statusCode: 404, message: `Couldn't find ${what} with '${typeof key === 'number' ? 'id' : 'key'}'=${String(key)}` }),
   routeNotFound: (method: string, url: string) =>

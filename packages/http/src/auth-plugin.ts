@@ -5,6 +5,7 @@ import type { ChangeFeed, Db } from '@esp/db'
 import { AUTH_TOPIC, Authenticator, AuthThrottle, type Clock, CredentialCache, type CredentialCacheOptions, DEFAULT_CREDENTIAL_CACHE, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
 import { createThrottleStore } from './auth-throttle.js'
 import { deviceCookieOf } from './device-cookie.js'
+import { clearSessionCookie, fromTrustedOrigin, isSafeMethod, sessionTokenOf } from './session-cookie.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,6 +18,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** the authenticated caller, null when anonymous */
     viewer: Viewer | null
+    /** the access token that authenticated the caller (Bearer, `?access_token=` or the session cookie); null otherwise */
+    accessToken: string | null
   }
   interface FastifyContextConfig {
     /** false: the route reads the Authorization header itself (the OAuth token endpoint) */
@@ -62,10 +65,17 @@ function queryToken (request: FastifyRequest): string | undefined {
 }
 
 /**
- * Resolves `request.viewer` from `Authorization: Bearer`, `?access_token=` or `Authorization: Basic`
- * (contract: Authentication). No credentials is an anonymous caller; bad ones are a 401, so a
- * client never silently acts as a guest with a token it believes works. Every check passes the
- * throttle (`app.authThrottle`), which the api's login routes and the MQTT broker share.
+ * Resolves `request.viewer` from `Authorization: Bearer`, `?access_token=`, `Authorization: Basic`
+ * or, when the request names none of these, the session cookie (contract: Authentication;
+ * session-cookie.ts). No credentials is an anonymous caller; bad ones are a 401, so a client never
+ * silently acts as a guest with a token it believes works. Every check passes the throttle
+ * (`app.authThrottle`), which the api's login routes and the MQTT broker share.
+ *
+ * Credentials the client sends on purpose win over the cookie the browser adds by itself (the
+ * established platform read its session first, behaviour.md §1; a token a client chose to send
+ * must not be overridden by whatever session the browser holds). The cookie being ambient, a
+ * request it authenticates is held to more: no JSON-P (a script tag from any page would read the
+ * answer), and a write only from a page of a trusted origin (cross-site request forgery).
  */
 export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) => {
   await app.register(fastifyJwt, { secret: options.jwtSecret, verify: { algorithms: ['HS256'] }, sign: { algorithm: 'HS256' } })
@@ -82,6 +92,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
   }
   app.decorate('tokenSigner', signer)
   app.decorateRequest('viewer', null)
+  app.decorateRequest('accessToken', null)
   const throttleStore = await createThrottleStore({
     redisUrl: options.redisUrl,
     now: () => options.clock().getTime(),
@@ -110,7 +121,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     if (request.viewer === null && request.routeOptions.config.viewerRequired === true) throw errors.unauthorized()
   })
 
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.config.authenticate === false) return
     const header = request.headers.authorization
     const bearer = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : undefined
@@ -122,6 +133,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
       const viewer = await authenticator.token(gate, token)
       if (viewer === null) throw errors.invalidToken(param !== undefined)
       request.viewer = viewer
+      request.accessToken = token
       return
     }
     if (header !== undefined && /^basic\s+/i.test(header)) {
@@ -131,7 +143,24 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
       const viewer = await authenticator.basic(gate, login, decoded.slice(colon + 1))
       if (viewer === null) throw errors.badCredentials()
       request.viewer = viewer
+      return
     }
+    // Any Authorization header is the client's choice of credentials, even one of a scheme not read here.
+    if (header !== undefined) return
+    const session = sessionTokenOf(request)
+    // A JSON-P answer is readable by any page that includes it: it is made for anonymous callers only.
+    if (session === undefined || request.envelope?.callback !== undefined) return
+    // Before the token is checked: a forged request costs no query and learns nothing of the cookie.
+    if (!isSafeMethod(request.method) && !fromTrustedOrigin(request)) throw errors.crossOriginCookie()
+    // The same check as a Bearer token's, so the same throttle and the same answer when it fails.
+    const viewer = await authenticator.token(gate, session)
+    if (viewer === null) {
+      // The browser would send it again with every request, each a 401: it is told to drop it.
+      clearSessionCookie(request, reply)
+      throw errors.invalidToken(false)
+    }
+    request.viewer = viewer
+    request.accessToken = session
   })
 }, { name: 'esp-auth' })
 

@@ -1,18 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type CredentialGate, type DeviceCookieOf, deviceCookieName } from '@esp/domain'
+import { cookieValue } from './session-cookie.js'
 
 /** The device cookies a request sent, by account (domain/src/auth/device-trust.ts). */
 export function deviceCookieOf (request: FastifyRequest): DeviceCookieOf {
   const header = request.headers.cookie
   if (header === undefined) return () => undefined
-  return (userId) => {
-    const name = deviceCookieName(userId)
-    for (const part of header.split(';')) {
-      const at = part.indexOf('=')
-      if (at !== -1 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
-    }
-    return undefined
-  }
+  return (userId) => cookieValue(header, deviceCookieName(userId))
 }
 
 /** The credential checks of this request's caller: its address and the device cookies it sent. */

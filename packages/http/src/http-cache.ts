@@ -38,7 +38,7 @@ const credentialed = (request: FastifyRequest): boolean =>
  * HTTP caching for reads (GET and HEAD answered 200): an entity tag of the body as sent, and 304
  * Not Modified when the client already has it, so a dashboard polling an unchanged device gets
  * headers only. Cache-Control lets shared caches keep an anonymous answer briefly (`Vary:
- * Authorization`, so no cache hands it to a signed-in caller) and keeps every credentialed one
+ * Authorization, Cookie`, so no cache hands it to a caller signed in by a token or the session cookie) and keeps every credentialed one
  * private. A route that set its own ETag or Cache-Control (the world map, uploads, the root) keeps
  * them. Registered last, so the tag is of the final body (pretty, JSON-P).
  */
@@ -51,7 +51,7 @@ export const httpCachePlugin = fp(async (app: FastifyInstance) => {
     }
     if (!isPrivate) {
       const vary = reply.getHeader('vary')
-      reply.header('vary', vary === undefined ? 'Authorization' : `${String(vary)}, Authorization`)
+      reply.header('vary', vary === undefined ? 'Authorization, Cookie' : `${String(vary)}, Authorization, Cookie`)
     }
     // Streams (exports, CSV) are not read twice to be tagged.
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload

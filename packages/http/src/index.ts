@@ -12,6 +12,7 @@ export { launch, type LaunchOptions, type LaunchConfig, type LaunchContext, type
 export { main } from './main.js'
 export { authPlugin, requireViewer, requiresViewer, type AuthOptions } from './auth-plugin.js'
 export { credentialGate, deviceCookieOf, setDeviceCookie } from './device-cookie.js'
+export { clearSessionCookie, cookieValue, fromCredentialedOrigin, fromTrustedOrigin, originOf, SECURE_SESSION_COOKIE, SESSION_COOKIE, sessionTokenOf, setSessionCookie } from './session-cookie.js'
 export { createThrottleStore, RedisThrottleStore, FallbackThrottleStore, type ThrottleStoreHandle } from './auth-throttle.js'
 export { EXPORT_COST, pageCost, rateLimitPlugin, SEARCH_COST, type RateLimitOptions } from './rate-limit.js'
 export { setPaginationHeaders, rawQuery } from './pagination.js'

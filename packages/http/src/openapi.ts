@@ -4,6 +4,7 @@ import type { FastifySchema, RouteOptions } from 'fastify'
 import { DEFAULT_PER_PAGE, type FilterSpec, matchers, MAX_PER_PAGE } from '@esp/domain'
 import { ERROR_DESCRIPTIONS, errorResponses } from './error-body.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
+import { isSafeMethod, SECURE_SESSION_COOKIE, SESSION_COOKIE } from './session-cookie.js'
 
 /**
  * The OpenAPI document at /docs/json is generated from the route schemas (@fastify/swagger). What
@@ -13,7 +14,7 @@ import { PRESSURE_EXEMPT } from './pressure.js'
  */
 
 /** Routes that answer 401 to anonymous callers declare this as their `security`. */
-export const SIGNED_IN = [{ bearer: [] }, { basic: [] }, { accessToken: [] }]
+export const SIGNED_IN = [{ bearer: [] }, { basic: [] }, { accessToken: [] }, { sessionCookie: [] }]
 
 /**
  * Every other route: anonymous, or signed in with any of the credentials (OpenAPI writes optional
@@ -137,6 +138,8 @@ function commonStatuses (route: RouteOptions): number[] {
   // The NUL check, malformed query strings and bodies: every route.
   const statuses = [400, 500]
   if (config.authenticate !== false) statuses.push(401)
+  // A write authenticated by the session cookie from a page of an untrusted origin (auth-plugin.ts).
+  if (config.authenticate !== false && methods.some((m) => !isSafeMethod(m))) statuses.push(403)
   if (config.rateLimit !== false) statuses.push(429)
   if (methods.some((m) => !BODYLESS.has(m))) statuses.push(413, 415)
   if (!PRESSURE_EXEMPT.has(route.url)) statuses.push(503)
@@ -218,7 +221,8 @@ export function openapiOptions (title: string): SwaggerOptions {
         title,
         version: '0',
         description: 'Environmental sensing network, REST API v0. Paths work with or without the /v0 prefix. ' +
-          'Authorize with an access token from `POST /v0/sessions` (bearer), or with a username and password (basic).'
+          'Authorize with an access token from `POST /v0/sessions` (bearer), or with a username and password (basic). ' +
+          'Browsers on the configured web origins may instead keep the session cookie that `POST /v0/sessions` sets for them.'
       },
       // Relative: the document describes the server that serves it, whatever its address.
       servers: [{ url: '/', description: 'this server' }],
@@ -226,7 +230,15 @@ export function openapiOptions (title: string): SwaggerOptions {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token from POST /v0/sessions or POST /v0/oauth/token' },
           basic: { type: 'http', scheme: 'basic', description: 'username (or e-mail) and password' },
-          accessToken: { type: 'apiKey', in: 'query', name: 'access_token', description: 'an access token in the query string' }
+          accessToken: { type: 'apiKey', in: 'query', name: 'access_token', description: 'an access token in the query string' },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: SECURE_SESSION_COOKIE,
+            description: `the session cookie POST /v0/sessions sets for the configured web origins (\`${SESSION_COOKIE}\` over plain HTTP): ` +
+              'the same access token, HttpOnly. Read only when the request has no Authorization header and no access_token; ' +
+              'POST, PUT, PATCH and DELETE authenticated by it must come from the web origins or the API\'s own (Origin, else Referer), or they are refused with 403'
+          }
         }
       }
     },

@@ -17,7 +17,7 @@ t.test('reads carry an ETag, answer 304 to a client that has them, and are cache
   const etag = first.headers.etag
   t.match(etag, /^W\/"[\w-]+"$/, 'a weak entity tag of the body')
   t.equal(first.headers['cache-control'], 'public, max-age=5', 'an anonymous answer may be kept briefly by a shared cache')
-  t.match(first.headers.vary, /Authorization/, 'but never handed to a caller with credentials')
+  t.match(first.headers.vary, /Authorization, Cookie/, 'but never handed to a caller with credentials (a token or the session cookie)')
 
   const again = await app.inject({ url: '/v0/thing', headers: { 'if-none-match': String(etag) } })
   t.equal(again.statusCode, 304, 'the client that has it gets 304')
