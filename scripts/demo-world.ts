@@ -6,21 +6,14 @@
  * about 50 requests, within a citizen's 90 a minute.
  */
 
-/** A kit's sensors (clients.md §1.3.1) and a plausible level and swing for each. */
-export const KIT_SENSORS: { id: number, base: number, daily: number, yearly: number, noise: number }[] = [
-  { id: 55, base: 16, daily: 4, yearly: 9, noise: 0.4 }, // temperature, ºC
-  { id: 56, base: 62, daily: -12, yearly: 8, noise: 2 }, // humidity, %
-  { id: 58, base: 101.3, daily: 0.15, yearly: 0.3, noise: 0.05 }, // pressure, kPa
-  { id: 14, base: 300, daily: 300, yearly: 100, noise: 20 }, // light, lux
-  { id: 53, base: 55, daily: 8, yearly: 2, noise: 3 }, // noise, dBA
-  { id: 87, base: 12, daily: 4, yearly: -5, noise: 2 }, // PM2.5
-  { id: 88, base: 18, daily: 5, yearly: -6, noise: 3 }, // PM10
-  { id: 89, base: 8, daily: 3, yearly: -3, noise: 1 }, // PM1
-  { id: 10, base: 80, daily: 10, yearly: 0, noise: 1 }, // battery, %
-  { id: 112, base: 450, daily: 80, yearly: 20, noise: 15 }, // eCO2, ppm
-  { id: 113, base: 120, daily: 40, yearly: 10, noise: 8 }, // TVOC, ppb
-  { id: 220, base: 20, daily: 5, yearly: 3, noise: 1 }
-]
+import { sensorValue, type Site } from './sensor-values.js'
+
+/**
+ * The kit's sensors (clients.md §1.3.1): temperature, humidity, pressure, light, noise, PM2.5, PM10,
+ * PM1, battery, eCO2, TVOC and Wi-Fi RSSI. Their values come from scripts/sensor-values.ts, as
+ * `pnpm simulate`'s do.
+ */
+export const KIT_SENSORS: { id: number }[] = [55, 56, 58, 14, 53, 87, 88, 89, 10, 112, 113, 220].map((id) => ({ id }))
 
 const CITIES: [string, number, number, string][] = [
   ['Barcelona', 41.3874, 2.1686, 'Gràcia balcony'], ['Madrid', 40.4168, -3.7038, 'Lavapiés window'], ['Amsterdam', 52.3676, 4.9041, 'Canal house roof'],
@@ -56,13 +49,12 @@ export async function logInAs (base: string, username: string, password: string)
   return (await call<{ access_token: string }>(base, null, 'POST', '/sessions', { username, password })).access_token
 }
 
-/** The value of a kit sensor at a time: a day's and a year's cycle and a little deterministic noise. */
-export function kitValue (sensor: typeof KIT_SENSORS[number], ms: number): number {
-  const day = (ms % 86_400_000) / 86_400_000
-  const year = (ms % 31_536_000_000) / 31_536_000_000
-  const jitter = Math.sin(ms / 3_600_000 * 12.9898 + sensor.id) * 43758.5453 % 1
-  const value = sensor.base + sensor.daily * Math.sin(2 * Math.PI * (day - 0.375)) + sensor.yearly * Math.sin(2 * Math.PI * (year - 0.3)) + sensor.noise * jitter
-  return Math.round(value * 100) / 100
+/** Where the showcase kit is (the first city): the place of kitValue when none is given. */
+export const SHOWCASE_SITE: Site = { latitude: 41.3874, longitude: 2.1686, seed: 0 }
+
+/** The value of a kit sensor at a time, at a device's site (by default the showcase's). */
+export function kitValue (sensor: { id: number }, ms: number, site: Site = SHOWCASE_SITE): number {
+  return sensorValue(sensor.id, ms, site)
 }
 
 /**
@@ -72,8 +64,11 @@ export function kitValue (sensor: typeof KIT_SENSORS[number], ms: number): numbe
 export async function makeExplorerWorld (base: string, owner: { username: string, password: string }, options: { now?: number, days?: number } = {}): Promise<ExplorerWorld> {
   const ownerToken = await logInAs(base, owner.username, owner.password)
   const devices: ExplorerWorld['devices'] = []
+  // Each device's readings follow its own city's sun and seasons, and weather of its own.
+  const sites: Site[] = []
   for (const [city, latitude, longitude, name] of CITIES) {
     const created = await call<{ id: number }>(base, ownerToken, 'POST', '/devices', { name, exposure: devices.length % 4 === 3 ? 'indoor' : 'outdoor', latitude, longitude, description: `A citizen's kit in ${city}` })
+    sites.push({ latitude, longitude, seed: devices.length })
     devices.push({ id: created.id, name, city })
   }
   const now = options.now ?? Date.now()
@@ -85,18 +80,19 @@ export async function makeExplorerWorld (base: string, owner: { username: string
   const gapTo = gapFrom + 7 * 24 * hour
   const showcase = devices[0]
   if (showcase === undefined) throw new Error('no devices made')
-  const post = async (deviceId: number, times: number[]): Promise<void> => {
+  const post = async (i: number, deviceId: number, times: number[]): Promise<void> => {
+    const site = sites[i] ?? SHOWCASE_SITE
     await call(base, ownerToken, 'POST', `/devices/${deviceId}/readings`, {
-      data: times.map((at) => ({ recorded_at: new Date(at).toISOString(), sensors: KIT_SENSORS.map((s) => ({ id: s.id, value: kitValue(s, at) })) }))
+      data: times.map((at) => ({ recorded_at: new Date(at).toISOString(), sensors: KIT_SENSORS.map((s) => ({ id: s.id, value: kitValue(s, at, site) })) }))
     })
   }
   const times: number[] = []
   for (let at = start; at <= end; at += hour) if (at < gapFrom || at >= gapTo) times.push(at)
-  for (let i = 0; i < times.length; i += 1000) await post(showcase.id, times.slice(i, i + 1000))
+  for (let i = 0; i < times.length; i += 1000) await post(0, showcase.id, times.slice(i, i + 1000))
   // Online (a reading now), offline (days ago) and never published: the map's three colours.
   for (const [i, device] of devices.entries()) {
     if (i === 0 || i % 5 === 4) continue
-    await post(device.id, [i % 3 === 0 ? now - (3 + i) * 24 * hour : now - 60_000])
+    await post(i, device.id, [i % 3 === 0 ? now - (3 + i) * 24 * hour : now - 60_000])
   }
   return {
     ownerToken,

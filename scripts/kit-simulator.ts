@@ -1,13 +1,16 @@
 /**
  * `pnpm simulate --url mqtt://127.0.0.1:1883 --tokens 3f9a1c,3f9a1d [--cycles 10] [--interval 5]
- * [--per-cycle 3] [--qos 0]`: Smart Citizen Kits as their firmware behaves (clients.md §1): the
- * token is the client id and there are no credentials; every publish cycle opens a new clean
- * session, sends `hello` and `info` on the first cycle, then one `readings/raw` message per reading
- * time, back to back, at QoS 0, and disconnects without waiting for anything. The set of sensors
- * changes from one reading to the next as the firmware's (RSSI every 3rd, PMS every 5th).
+ * [--per-cycle 3] [--qos 0] [--latitude 41.39 --longitude 2.16]`: Smart Citizen Kits as their
+ * firmware behaves (clients.md §1): the token is the client id and there are no credentials; every
+ * publish cycle opens a new clean session, sends `hello` and `info` on the first cycle, then one
+ * `readings/raw` message per reading time, back to back, at QoS 0, and disconnects without waiting
+ * for anything. The set of sensors changes from one reading to the next as the firmware's (RSSI
+ * every 3rd, PMS every 5th). Values are what a kit at the place would read then
+ * (scripts/sensor-values.ts; the README's balcony in Barcelona unless told), each kit's weather its own.
  */
 import { parseArgs } from 'node:util'
 import mqtt from 'mqtt'
+import { BALCONY, firmwareText, seedOf, sensorValue } from './sensor-values.js'
 
 const BASE = [10, 221]
 const URBAN = [14, 55, 56, 53, 58, 113, 112]
@@ -18,16 +21,22 @@ export interface SimulatedReading { token: string, recordedAt: string, sensors: 
 /** The firmware's `t:` timestamp: UTC, whole seconds (clients.md §1.3.1). */
 const firmwareTime = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z')
 
-/** The sensors of the n-th reading of a kit, and values a test can recompute. */
-export function kitReading (token: string, kit: number, n: number, at: number): SimulatedReading {
+export interface Place { latitude: number, longitude: number }
+
+/**
+ * The sensors of the n-th reading of a kit (the kit-th of a run) at a place, with the values a kit
+ * there would read at that time; a test computes the same from the same arguments.
+ */
+export function kitReading (token: string, kit: number, n: number, at: number, place: Place = BALCONY): SimulatedReading {
   const ids = [...BASE, ...(n % 3 === 0 ? [220] : []), ...URBAN, ...(n % 5 === 0 ? PMS : [])]
-  const sensors = ids.map((id) => ({ id, value: id === 220 ? -60 - (n % 20) : Math.round((kit * 10 + id + (n % 100) / 7) * 100) / 100 }))
-  return { token, recordedAt: firmwareTime(at), sensors }
+  const site = { ...place, seed: seedOf(`${token}/${kit}`) }
+  const recordedAt = firmwareTime(at)
+  return { token, recordedAt, sensors: ids.map((id) => ({ id, value: sensorValue(id, Date.parse(recordedAt), site) })) }
 }
 
-/** `_formatNET`: no quotes, no spaces, floats with 2 decimals, integers plain. */
+/** `_formatNET`: no quotes, no spaces, each sensor's value with the digits the firmware prints. */
 export function rawPayload (reading: SimulatedReading): string {
-  return `{t:${reading.recordedAt},${reading.sensors.map((s) => `${s.id}:${Number.isInteger(s.value) ? String(s.value) : s.value.toFixed(2)}`).join(',')}}`
+  return `{t:${reading.recordedAt},${reading.sensors.map((s) => `${s.id}:${firmwareText(s.id, s.value)}`).join(',')}}`
 }
 
 export function infoPayload (token: string, at: number): string {
@@ -55,6 +64,8 @@ export interface SimulationOptions {
   qos: 0 | 1
   /** the time of the first reading */
   start: number
+  /** where the kits are (their local time and season); the README's balcony in Barcelona by default */
+  place?: Place
   onReading?: (reading: SimulatedReading) => void
 }
 
@@ -69,7 +80,7 @@ async function cycle (options: SimulationOptions, token: string, kit: number, c:
     }
     for (let i = 0; i < options.perCycle; i++) {
       const n = c * options.perCycle + i
-      const reading = kitReading(token, kit, n, options.start + n * 60_000)
+      const reading = kitReading(token, kit, n, options.start + n * 60_000, options.place)
       sends.push(client.publishAsync(`device/sck/${token}/readings/raw`, rawPayload(reading), { qos: options.qos }))
       options.onReading?.(reading)
     }
@@ -98,12 +109,15 @@ if (import.meta.filename === process.argv[1]) {
       cycles: { type: 'string', default: '10' },
       interval: { type: 'string', default: '5' },
       'per-cycle': { type: 'string', default: '3' },
-      qos: { type: 'string', default: '0' }
+      qos: { type: 'string', default: '0' },
+      latitude: { type: 'string', default: String(BALCONY.latitude) },
+      longitude: { type: 'string', default: String(BALCONY.longitude) }
     }
   })
   const tokens = (values.tokens ?? '').split(',').filter((token) => token !== '')
-  if (tokens.length === 0) {
-    console.error('usage: pnpm simulate --url mqtt://host:port --tokens <token>[,<token>...] [--cycles 10] [--interval 5] [--per-cycle 3] [--qos 0|1]')
+  const place = { latitude: Number(values.latitude), longitude: Number(values.longitude) }
+  if (tokens.length === 0 || !(Math.abs(place.latitude) <= 90 && Math.abs(place.longitude) <= 180)) {
+    console.error('usage: pnpm simulate --url mqtt://host:port --tokens <token>[,<token>...] [--cycles 10] [--interval 5] [--per-cycle 3] [--qos 0|1] [--latitude 41.39 --longitude 2.16]')
     process.exit(2)
   }
   let sent = 0
@@ -114,6 +128,7 @@ if (import.meta.filename === process.argv[1]) {
     intervalMs: Number(values.interval) * 1000,
     perCycle: Number(values['per-cycle']),
     qos: values.qos === '1' ? 1 : 0,
+    place,
     start: Date.now() - Number(values.cycles) * Number(values['per-cycle']) * 60_000,
     onReading: () => {
       sent++
