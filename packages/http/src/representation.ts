@@ -15,6 +15,10 @@ declare module 'fastify' {
   }
 }
 
+/** Whether the answer is rewritten whole here (pretty, or JSON-P): such an answer is never streamed. */
+export const rewrittenWhole = (request: FastifyRequest): boolean =>
+  request.envelope !== null && (request.envelope.pretty || request.envelope.callback !== undefined)
+
 /** Read from the raw query: route schemas strip keys they do not declare from request.query. */
 function readEnvelope (request: FastifyRequest): Envelope {
   const at = request.url.indexOf('?')

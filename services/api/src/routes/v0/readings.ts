@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { MAX_NTH_READING } from '@esp/db'
 import { asksForSeveralSensors, assertCanSee, findDeviceAccess, historiesJson, historyCostUnits, historyJson, MAX_SENSORS_PER_REQUEST, parseDeviceId, readingsHistories, readingsHistory, rollupFunctions } from '@esp/domain'
-import { errorResponses, parsedParam, recordIdParam } from '@esp/http'
+import { errorResponses, parsedParam, recordIdParam, rewrittenWhole } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()])
@@ -75,7 +75,7 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
     const deviceId = parseDeviceId(request.params.device_id)
     const access = findDeviceAccess(request.reads.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
     // A JSON-P or pretty answer is rewritten whole by the representation plugin: not streamed.
-    const enveloped = request.envelope !== null && (request.envelope.pretty || request.envelope.callback !== undefined)
+    const enveloped = rewrittenWhole(request)
     const history = {
       runner: request.reads.history,
       now: ctx.clock,
