@@ -1,13 +1,15 @@
 import { Readable } from 'node:stream'
-import { addValue, BucketStates, bucketsPerDay, MAX_NTH_READING, mergeInto, nthReadingTime, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
+import { bucketsPerDay, mergeInto, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
 import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { nextTurn } from '../turns.js'
 import { type AggregateState, finalize, isRollupFunction, rollupFunctions, type RollupFunction, stateOf } from './aggregate-state.js'
 import { RollupSeries } from './rollup-series.js'
-import { bucketStartMs, countBuckets, inZone, nextBucket, parseRollup, type Rollup, rollupSql } from './rollup.js'
+import { countBuckets, inZone, parseRollup, type Rollup, rollupSql } from './rollup.js'
 import { parseSensorIdParam, parseTimeParam, parseToParam } from './time-params.js'
 import { parseTimeZone } from './zone.js'
+import { bucketKeyer, foldPairs } from './fold-pairs.js'
+import { limitedTo, parseLimitParam } from './limit.js'
 import { asksAllIntervals, boundedWindow, bucketBounds, chunksOf, planOf, type ReadWindow, tooManyBuckets, tooManyStreamed } from './window.js'
 
 export interface HistoryParams {
@@ -123,90 +125,10 @@ async function * streamedJson (head: string, runs: AsyncIterable<Buckets>): Asyn
  */
 const RAW_PAIRS_MAX = 200_000
 
-/**
- * `limit`: the oldest this many stored readings of a sensor in [from, to] are aggregated. Finding
- * where the last of them lies steps over that many index entries (nthReadingTime), charged as a
- * value answered for every LIMIT_READINGS_PER_VALUE of them.
- */
-const MAX_LIMIT = MAX_NTH_READING
-const LIMIT_READINGS_PER_VALUE = 20
-
-/** The `limit` parameter: null when absent. */
-export function parseLimitParam (value: string | undefined): number | null {
-  const text = value?.trim() ?? ''
-  if (text === '') return null
-  const limit = /^\d{1,9}$/.test(text) ? Number(text) : NaN
-  if (!(limit >= 1 && limit <= MAX_LIMIT)) throw errors.badRequest(`limit must be an integer from 1 to ${MAX_LIMIT}`, { limit: [`must be an integer from 1 to ${MAX_LIMIT}`] })
-  return limit
-}
-
-/**
- * Where reading stops under `limit` (KairosDB's metric limit: the oldest `limit` data points of
- * the range, before any aggregation): the time of the limit-th reading from `from`, or `to` when
- * the range holds fewer. The caller is charged for the lookup before it runs.
- */
-export async function limitedTo (ctx: HistoryContext, q: { deviceId: number, sensorId: number, from: Date, to: Date, limit: number }): Promise<Date> {
-  await ctx.charge?.(Math.floor(q.limit / LIMIT_READINGS_PER_VALUE))
-  const last = await nthReadingTime(ctx.runner, { deviceId: q.deviceId, sensorId: q.sensorId, from: q.from, until: new Date(q.to.getTime() + 1), n: q.limit })
-  return last ?? q.to
-}
-
 /** Without `from`, the window is the six weeks before `to` (behaviour.md §7). */
 export const DEFAULT_WINDOW_MS = 6 * 7 * 24 * 3600 * 1000
 const HOUR_MS = 3_600_000
 const HOUR = { interval: '1 hour', origin: '1970-01-01T00:00:00.000Z' }
-
-/**
- * The bucket of each of a run of ascending instants. In a zone a bucket's bounds are worked out
- * once and the instants inside it compared with them, rather than each converted to wall time.
- */
-function bucketKeyer (rollup: Rollup): (t: number) => number {
-  if (rollup.zone === undefined) return (t) => bucketStartMs(t, rollup)
-  let start = Infinity
-  let end = -Infinity
-  return (t) => {
-    if (t >= start && t < end) return start
-    start = bucketStartMs(t, rollup)
-    end = nextBucket(new Date(start), rollup).getTime()
-    return start
-  }
-}
-
-/**
- * States from raw (time, value) pairs in time order, as the SQL aggregates would give them: a
- * null value (NaN) is counted nowhere, but a bucket's first and last pairs give its first and
- * last, whatever their values.
- */
-function foldPairs (pairs: Float64Array, rollup: Rollup): BucketStates {
-  // Sized once: at most a bucket a pair, and no more than the pairs' time spans (a run of a long
-  // answer folds tens of thousands, and growing by doubling made as much again of garbage).
-  const count = pairs.length / 2
-  const spanned = count === 0 ? 0 : countBuckets(new Date(pairs[0] as number), new Date(pairs[pairs.length - 2] as number), rollup)
-  const states = new BucketStates(Math.min(count, spanned))
-  const state = stateOf(0, 0)
-  // A fixed bucket on UTC's clock ends its length later: no Date a bucket.
-  const fixed = rollup.zone === undefined ? rollup.fixedMs : null
-  let i = 0
-  while (i < pairs.length) {
-    const bucket = bucketStartMs(pairs[i] as number, rollup)
-    // Pairs come in time order: a bucket's end is worked out once, not a bucket start per pair.
-    const end = fixed !== null ? bucket + fixed : nextBucket(new Date(bucket), rollup).getTime()
-    state.count = state.mean = state.m2 = state.sum = 0
-    state.min = Infinity
-    state.max = -Infinity
-    state.firstAt = pairs[i] as number
-    state.first = pairs[i + 1] as number
-    for (; i < pairs.length && (pairs[i] as number) < end; i += 2) {
-      const at = pairs[i] as number
-      const value = pairs[i + 1] as number
-      if (!Number.isNaN(value)) addValue(state, at, value)
-      state.lastAt = at
-      state.last = value
-    }
-    states.write(states.add(bucket), state)
-  }
-  return states
-}
 
 /** The sensor asked for by id or key; the key is the device kit's first (contract: Kit). */
 export async function resolveSensor (runner: Runner, deviceId: number, id: number | null, key: string | null) {
