@@ -8,9 +8,18 @@ export type Db = PostgresJsDatabase<Schema> & { $client: postgres.Sql }
 export type Executor = Pick<Db, 'select' | 'insert' | 'update' | 'delete' | 'execute' | 'query'>
 export type Sql = postgres.Sql
 
-export interface Database {
-  db: Db
-  sql: Sql
+/**
+ * The one database handle above this package: the pool (a Database) or an open transaction (what
+ * `inTransaction` gives its work). Every query function of this package takes it first; nothing
+ * above this package reads its members or writes SQL.
+ */
+export interface Handle {
+  readonly db: Db
+  /** in a transaction, the transaction's own postgres.js client (for pg-boss too, `sendJob`) */
+  readonly sql: Sql
+}
+
+export interface Database extends Handle {
   url: string
   close: () => Promise<void>
 }
@@ -129,23 +138,20 @@ export function createDatabase (url: string, options: DatabaseOptions = {}): Dat
   return { db, sql, url, close: async () => { await Promise.all([sql.end({ timeout: 5 }), probe.end({ timeout: 5 })]) } }
 }
 
-export interface Transaction {
-  db: Db
-  /** the same transaction for raw SQL and for pg-boss (`sendJob`) */
-  sql: postgres.TransactionSql
-}
+/** An open transaction: a Handle like the pool's, so query functions take either. */
+export type Transaction = Handle
 
 /**
  * Runs `work` in one transaction, exposed both to Drizzle and as raw postgres.js, so that a job can
  * be enqueued in the same transaction as the change that causes it (STYLE.md §3.8). `mode` is what
  * BEGIN takes (e.g. `isolation level repeatable read read only` for reads that must agree).
  */
-export async function inTransaction<T> (database: Pick<Database, 'sql'>, work: (tx: Transaction) => Promise<T>, mode = ''): Promise<T> {
-  const parent = database.sql
+export async function inTransaction<T> (handle: Pick<Handle, 'sql'>, work: (tx: Handle) => Promise<T>, mode = ''): Promise<T> {
+  const parent = handle.sql
   return await parent.begin(mode, async (sql) => {
     // drizzle reads the client's type parsers from `options`, which a postgres.js transaction
     // lacks; it shares the pool's, where the database's own drizzle instance already set them.
     const client = Object.assign(sql, { options: parent.options }) as unknown as Sql
-    return await work({ sql, db: drizzle(client, { schema, casing: 'snake_case' }) })
+    return await work({ sql: client, db: drizzle(client, { schema, casing: 'snake_case' }) })
   }) as T
 }

@@ -1,5 +1,5 @@
 import { asc, eq } from 'drizzle-orm'
-import { type Database, inTransaction } from '../client.js'
+import { type Handle, inTransaction } from '../client.js'
 import { catalogueGeneration, kits, kitSensors, measurements, sensors, sensorTags, tags, tagSensors } from '../schema/catalogue.js'
 
 export type MeasurementRow = typeof measurements.$inferSelect
@@ -29,7 +29,7 @@ export interface CatalogueRows {
  * repeatable-read snapshot so that the rows are exactly those of that generation. The orders are
  * PostgreSQL's, so names sort as they did when the statements sorted them.
  */
-export async function loadCatalogue (database: Pick<Database, 'sql'>): Promise<CatalogueRows> {
+export async function loadCatalogue (database: Pick<Handle, 'sql'>): Promise<CatalogueRows> {
   return await inTransaction(database, async ({ db }) => {
     const [generation] = await db.select({ value: catalogueGeneration.value }).from(catalogueGeneration).where(eq(catalogueGeneration.id, 1))
     return {
@@ -51,7 +51,7 @@ export async function loadCatalogue (database: Pick<Database, 'sql'>): Promise<C
 export interface Generations { auth: number, catalogue: number }
 
 /** Both generations in one prepared statement, for the read barrier every cache shares. */
-export function generationsReader (database: Pick<Database, 'sql'>): () => Promise<Generations> {
+export function generationsReader (database: Pick<Handle, 'sql'>): () => Promise<Generations> {
   return async () => {
     const [row] = await database.sql.unsafe<Generations[]>(
       'select (select value from auth_generation where id = 1) as auth, (select value from catalogue_generation where id = 1) as catalogue', [], { prepare: true })

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto'
 import path from 'node:path'
-import { inTransaction, type Database } from '@esp/db'
+import { inTransaction, type Handle } from '@esp/db'
 import { type Viewer } from '../auth/viewer.js'
 import { safeEqual } from '../auth/secrets.js'
 import { assertCanWrite, findDeviceAccess } from '../devices/device-access.js'
@@ -22,7 +22,7 @@ export function archiveLinkSecret (platformSecret: string): string {
 }
 
 export interface ArchiveRequestContext {
-  database: Pick<Database, 'sql'>
+  database: Handle
   send: JobSender
   now: () => Date
 }

@@ -1,4 +1,4 @@
-import { inTransaction, mergeIngestStatus, pgDate, pgDateOrNull, type Database, type Sql } from '@esp/db'
+import { inTransaction, mergeIngestStatus, pgDate, pgDateOrNull, type Handle, type Sql } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanWrite, type DeviceAccess, findDeviceAccess } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
@@ -152,7 +152,7 @@ const present = (row: ImportRow): ImportView => ({
 })
 const IMPORT_COLUMNS = 'id, device_id, state, rows_total, rows_done, values_total, stored, duplicates, skipped, error, created_at, finished_at'
 
-export interface ImportContext { database: Pick<Database, 'sql'>, send: JobSender, now: () => Date, limits: ImportLimits }
+export interface ImportContext { database: Handle, send: JobSender, now: () => Date, limits: ImportLimits }
 
 /** `POST /devices/:id/readings/csv`: owner or admin; validated whole, then queued with its row in one transaction. */
 export async function createCsvImport (ctx: ImportContext, viewer: Viewer | null, deviceId: string, text: string): Promise<ImportView> {
@@ -183,7 +183,7 @@ export async function csvImportStatus (sql: Sql, viewer: Viewer | null, deviceId
 }
 
 export interface ImportJobContext {
-  database: Pick<Database, 'sql'>
+  database: Handle
   /** the group-committing writer of posted readings */
   writer: ReadingsWriter
   now: () => Date

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto'
-import type { Database } from '@esp/db'
+import type { Handle } from '@esp/db'
 import { safeEqual } from '../auth/secrets.js'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanSee, findDeviceAccess, parseDeviceId } from '../devices/device-access.js'
@@ -29,7 +29,7 @@ export function exportLinkSecret (platformSecret: string): string {
 }
 
 export interface ExportLinkContext {
-  database: Pick<Database, 'sql'>
+  database: Handle
   secret: string
   now: Clock
 }

@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises'
 import path from 'node:path'
-import { type Database, inTransaction, pgDate, postgresRunner, type TimeSeriesEngine } from '@esp/db'
+import { type Handle, inTransaction, pgDate, postgresRunner, type TimeSeriesEngine } from '@esp/db'
 import { formatTimestamp, type JobSender } from '@esp/domain'
 
 /**
@@ -10,7 +10,7 @@ import { formatTimestamp, type JobSender } from '@esp/domain'
  * committed rows and finds nothing left to do; mail is enqueued in the same transaction.
  */
 export interface ScheduledDeps {
-  database: Pick<Database, 'sql'>
+  database: Handle
   engine: TimeSeriesEngine
   send: JobSender
   archiveDir: string

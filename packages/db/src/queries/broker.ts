@@ -1,0 +1,2 @@
+// Filled by the move of SQL into packages/db (issue 36).
+export {}
