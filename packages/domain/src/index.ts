@@ -25,7 +25,7 @@ export { LEGACY_ADD_KIT_SLUGS, legacyAddDevice, legacyMac, legacyReadings, store
 export { DEVICE_TOKEN_NOT_SETTABLE } from './devices/device-rules.js'
 export { WorldMap, type MapBody } from './devices/world-map.js'
 export { UploadStore, detectImageType, signUploadPolicy, verifyUploadPolicy, type UploadPolicy } from './storage/uploads.js'
-export { parseDeviceId, loadDevice, loadDeviceRow, findDeviceAccess, findDevicesByToken, assertCanWrite, assertCanSee, canSee, canManage, visibleTo, visibleToSql, type DeviceAccess, type DeviceRecord, type DeviceRow, type DeviceSensor } from './devices/device-access.js'
+export { parseDeviceId, loadDevice, loadDeviceRow, findDeviceAccess, findDevicesByToken, assertCanWrite, assertCanSee, canSee, canManage, visibility, visibleTo, visibleToSql, type DeviceAccess, type DeviceRecord, type DeviceRow, type DeviceSensor } from './devices/device-access.js'
 export { recordId, recordIdOr404 } from './validation/record-id.js'
 export { parseRollup, bucketStart, nextBucket, countBuckets, bucketStartsBetween, inZone, rollupSql, type Rollup, type RollupUnit } from './readings/rollup.js'
 export { dayOffsetsOfZones, parseTimeZone, rollupTimeZoneOffsets, ZoneOffsets } from './readings/zone.js'

@@ -1,5 +1,5 @@
 import { and, eq, isNull, or, type SQL } from 'drizzle-orm'
-import { type ComponentRecord, type DeviceReadRow, deviceReads, devices, type Executor, type KitRow, type LatestRecord, type ReadScope, type SensorRow, type Sql, type UserRecord } from '@esp/db'
+import { type Visibility, type ComponentRecord, type DeviceReadRow, deviceReads, devices, type Executor, type KitRow, type LatestRecord, type ReadScope, type SensorRow, type Sql, type UserRecord } from '@esp/db'
 import { type Catalogue, referenceData, type SensorView } from '../catalogue/reference-data.js'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
@@ -25,6 +25,9 @@ export const canManage = (viewer: Viewer | null, device: Pick<DeviceRow, 'ownerI
  * anyone but its owner and admins a private device does not exist: every device route answers what
  * it answers for an id that names no device (404, the same body), because a 403 would confirm it.
  */
+
+/** The privacy rule's inputs for this viewer (the rule's SQL is packages/db queries/visibility.ts). */
+export const visibility = (viewer: Viewer | null): Visibility => ({ viewerId: viewer?.id ?? null, admin: isAdmin(viewer) })
 
 /** The rule as a SQL condition, for lists, maps, profiles and experiments; undefined for admins. */
 export function visibleTo (viewer: Viewer | null): SQL | undefined {
