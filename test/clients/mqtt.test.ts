@@ -3,7 +3,7 @@ import mqtt from 'mqtt'
 import { addDevice, call, type Device, signUp, signUpAs, startPlatform, until } from './platform.js'
 import { closeAll, PacketType, RawMqtt } from './mqtt-raw.js'
 import { runPython } from './python.js'
-import { E1, E2, E3, E4, E5, E6 } from '../helpers/firmware-payloads.js'
+import { E1, E2, E3, E4, E5, E6 } from '@esp/test-helpers/firmware-payloads'
 
 /**
  * clients.md §4 rules 37–41 and §1.6: the SCK 2.x firmware's MQTT traffic, sent as raw bytes the

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { connectMqtt } from '../helpers/mqtt.js'
-import { PNG_1X1 } from '../helpers/api.js'
+import { connectMqtt } from '@esp/test-helpers/mqtt'
+import { PNG_1X1 } from '@esp/test-helpers/api'
 import { addDevice, call, type Device, logIn, mailbox, signUp, signUpAs, startPlatform, until } from './platform.js'
 import { runPython } from './python.js'
 

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import { exporterService } from '@esp/exporter'
 import { ingestService } from '@esp/ingest'
-import { buildApi, outbox, type ApiHarness } from '../helpers/api.js'
+import { buildApi, outbox, type ApiHarness } from '@esp/test-helpers/api'
 
 interface Tap { teardown: (fn: () => unknown) => void }
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { repoRoot } from '../helpers/process.js'
+import { repoRoot } from '@esp/test-helpers/process'
 
 const here = path.join(repoRoot, 'test', 'clients')
 const requirements = path.join(here, 'requirements.txt')

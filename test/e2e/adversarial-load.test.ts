@@ -10,7 +10,7 @@
  */
 import http from 'node:http'
 import t from 'tap'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 const MAX_SLOWDOWN = 4
 /** Quiet p99s of a few ms make a ratio meaningless on a shared CI machine: this much more is allowed too. */

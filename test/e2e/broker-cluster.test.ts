@@ -1,10 +1,10 @@
 import t from 'tap'
 import { createDatabase, freePort, migrateDatabase, seedCatalogue } from '@esp/db'
-import { sample } from '../helpers/metrics.js'
-import { startPgCluster } from '../helpers/pg-cluster.js'
-import { collect, connectMqtt, pacedKit, subscribeGranted, until } from '../helpers/mqtt.js'
-import { startProcess, type Started } from '../helpers/process.js'
-import { authBalancer, brokerAuthSecret, startRabbitCluster } from '../helpers/rabbitmq.js'
+import { sample } from '@esp/test-helpers/metrics'
+import { startPgCluster } from '@esp/test-helpers/pg-cluster'
+import { collect, connectMqtt, pacedKit, subscribeGranted, until } from '@esp/test-helpers/mqtt'
+import { startProcess, type Started } from '@esp/test-helpers/process'
+import { authBalancer, brokerAuthSecret, startRabbitCluster } from '@esp/test-helpers/rabbitmq'
 
 /**
  * Issue 24: a three-node RabbitMQ cluster in front of two ingest instances. Kits publish at QoS 1
@@ -31,7 +31,7 @@ t.test('a three-node broker cluster and two ingest instances: a broker node and 
   await migrateDatabase(server.url)
   const database = createDatabase(server.url, { max: 4 })
   t.teardown(async () => { await database.close().catch(() => {}) })
-  await seedCatalogue(database.sql)
+  await seedCatalogue(database)
   const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('cluster', 'cluster@example.org') returning id`
   const tokens = Array.from({ length: KITS }, (_, i) => `c1a5${i.toString(16).padStart(2, '0')}`)
   await database.sql`

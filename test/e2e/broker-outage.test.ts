@@ -1,8 +1,8 @@
 import t from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
-import { startMosquittoServer } from '../helpers/mosquitto.js'
-import { pacedKit, type PacedKit, until } from '../helpers/mqtt.js'
-import { HTTP_LINE, startProcess } from '../helpers/process.js'
+import { startMosquittoServer } from '@esp/test-helpers/mosquitto'
+import { pacedKit, type PacedKit, until } from '@esp/test-helpers/mqtt'
+import { HTTP_LINE, startProcess } from '@esp/test-helpers/process'
 
 /**
  * The external broker of scale-out mode going away (issue 21): the ingest process stays up and

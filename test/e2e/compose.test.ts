@@ -13,7 +13,7 @@ import path from 'node:path'
 import { Ajv } from 'ajv'
 import t from 'tap'
 import { parse } from 'yaml'
-import { repoRoot } from '../helpers/process.js'
+import { repoRoot } from '@esp/test-helpers/process'
 
 const infra = path.join(repoRoot, 'infra')
 const composeFile = path.join(infra, 'compose.yaml')

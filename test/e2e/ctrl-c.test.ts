@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
-import { accountWithDevice, postmasterPid, processGone, readingsBody } from '../helpers/embedded.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { accountWithDevice, postmasterPid, processGone, readingsBody } from '@esp/test-helpers/embedded'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 const POSTS = 24
 const LOGINS = 8

@@ -2,9 +2,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import t from 'tap'
 import mqtt from 'mqtt'
 import postgres from 'postgres'
-import { accountWithDevice } from '../helpers/embedded.js'
-import { startPgCluster } from '../helpers/pg-cluster.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { accountWithDevice } from '@esp/test-helpers/embedded'
+import { startPgCluster } from '@esp/test-helpers/pg-cluster'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 /**
  * The database going away under write load (issue 21): PostgreSQL's sessions terminated, the

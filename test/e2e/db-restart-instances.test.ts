@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createBoss } from '@esp/jobs'
-import { startPgCluster } from '../helpers/pg-cluster.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { startPgCluster } from '@esp/test-helpers/pg-cluster'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 /**
  * No dependency failure ends a process (issue 33): a platform process and an exporter on one

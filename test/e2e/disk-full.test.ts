@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import postgres from 'postgres'
-import { accountWithDevice } from '../helpers/embedded.js'
-import { HTTP_LINE, startProcess } from '../helpers/process.js'
+import { accountWithDevice } from '@esp/test-helpers/embedded'
+import { HTTP_LINE, startProcess } from '@esp/test-helpers/process'
 
 /**
  * DATA_DIR on a disk that fills to the last byte (issue 33): writes are refused with 503, Retry-After

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { chromium } from 'playwright-core'
 import t from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
 const CHROMIUM = '/usr/bin/chromium'

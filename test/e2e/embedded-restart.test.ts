@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
-import { accountWithDevice, postmasterPid, readingsBody, waitGone } from '../helpers/embedded.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { accountWithDevice, postmasterPid, readingsBody, waitGone } from '@esp/test-helpers/embedded'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 /**
  * The embedded PostgreSQL is supervised (issue 33): killed under a running platform, it is started

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '../helpers/explorer.js'
+import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '@esp/test-helpers/explorer'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
 const ADMIN = EXPLORER_ADMIN

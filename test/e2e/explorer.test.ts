@@ -4,7 +4,7 @@ import path from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t from 'tap'
 import { makeExplorerWorld } from '../../scripts/demo-world.js'
-import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '../helpers/explorer.js'
+import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '@esp/test-helpers/explorer'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
 const ADMIN = EXPLORER_ADMIN

@@ -3,8 +3,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { freePort, startEmbeddedPostgres } from '@esp/db'
-import { accountWithDevice, logIn, postmasterPid, processGone, readingsBody, waitGone } from '../helpers/embedded.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { accountWithDevice, logIn, postmasterPid, processGone, readingsBody, waitGone } from '@esp/test-helpers/embedded'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 /**
  * The embedded PostgreSQL lives and dies with the platform (issue 21): a SIGKILL of the platform

@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import t from 'tap'
 import fc from 'fast-check'
-import { credentials, type World } from '../helpers/fuzz-harness.js'
-import { type FuzzRequest, operationOrder, readOperations, requestFor } from '../helpers/openapi-fuzz.js'
-import { HTTP_LINE, startProcess, startScriptArgs, tempDataDir } from '../helpers/process.js'
+import { credentials, type World } from '@esp/test-helpers/fuzz-harness'
+import { type FuzzRequest, operationOrder, readOperations, requestFor } from '@esp/test-helpers/openapi-fuzz'
+import { HTTP_LINE, startProcess, startScriptArgs, tempDataDir } from '@esp/test-helpers/process'
 
 const BUDGET_MB = 300
 const LOAD_MS = Number(process.env.MEMORY_LOAD_SECONDS ?? 60) * 1000

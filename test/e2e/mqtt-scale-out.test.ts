@@ -1,9 +1,9 @@
 import t from 'tap'
 import mqtt from 'mqtt'
 import { createTestDatabase } from '@esp/db/testing'
-import { startMosquitto } from '../helpers/mosquitto.js'
-import { until } from '../helpers/mqtt.js'
-import { startProcess } from '../helpers/process.js'
+import { startMosquitto } from '@esp/test-helpers/mosquitto'
+import { until } from '@esp/test-helpers/mqtt'
+import { startProcess } from '@esp/test-helpers/process'
 
 const DEVICES = 12
 const MESSAGES = 60

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import t from 'tap'
-import { bearer, signUp } from '../helpers/api.js'
-import { buildPlatform, makeDevice } from '../helpers/platform.js'
-import { repoRoot } from '../helpers/process.js'
+import { bearer, signUp } from '@esp/test-helpers/api'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
+import { repoRoot } from '@esp/test-helpers/process'
 
 interface Parameter { in: string, name: string, schema?: Record<string, unknown> }
 interface Operation {

@@ -1,9 +1,9 @@
 import t from 'tap'
 import postgres from 'postgres'
-import { startPgCluster } from '../helpers/pg-cluster.js'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
-import { startRedisServer } from '../helpers/redis.js'
-import { startSmtp } from '../helpers/smtp.js'
+import { startPgCluster } from '@esp/test-helpers/pg-cluster'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
+import { startRedisServer } from '@esp/test-helpers/redis'
+import { startSmtp } from '@esp/test-helpers/smtp'
 
 /**
  * Redis and the mail server going away (issue 21): the platform stays up, requests keep being

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { CHANGES_CHANNEL } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { startApiReplicas } from '../helpers/process.js'
+import { startApiReplicas } from '@esp/test-helpers/process'
 
 // Issue 20: each api process keeps the reference data (sensors, measurements, kits, tags, tag
 // sensors) in memory, yet a write made through one replica, or straight in the database, is seen

@@ -3,7 +3,7 @@ import t from 'tap'
 import postgres from 'postgres'
 import { dropDatabase } from '@esp/db'
 import { databaseUrl, TEST_ENV } from '@esp/db/testing'
-import { startApiReplicas } from '../helpers/process.js'
+import { startApiReplicas } from '@esp/test-helpers/process'
 
 // Replicas of a deployment start together. On a new database each one migrates and creates the
 // job queues; pg-boss's create_queue deadlocked against itself, and one replica in two failed to

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import t from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
-import { startApiReplicas } from '../helpers/process.js'
+import { startApiReplicas } from '@esp/test-helpers/process'
 
 // Issue 20: credentials are remembered in each api process, yet a revocation made through one
 // replica holds in every other one by the time the revoking request has returned. Two real api

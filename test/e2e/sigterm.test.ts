@@ -2,10 +2,10 @@ import http from 'node:http'
 import t from 'tap'
 import { type Database, pgDate } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { buildApi, signUp, TEST_JWT_SECRET } from '../helpers/api.js'
-import { connectMqtt, type Publisher, publishReadings } from '../helpers/mqtt.js'
-import { makeDevice } from '../helpers/platform.js'
-import { HTTP_LINE, startProcess } from '../helpers/process.js'
+import { buildApi, signUp, TEST_JWT_SECRET } from '@esp/test-helpers/api'
+import { connectMqtt, type Publisher, publishReadings } from '@esp/test-helpers/mqtt'
+import { makeDevice } from '@esp/test-helpers/platform'
+import { HTTP_LINE, startProcess } from '@esp/test-helpers/process'
 
 const WORKERS = 16
 const PER_REQUEST = 5

@@ -4,7 +4,7 @@ import path from 'node:path'
 import t from 'tap'
 import mqtt from 'mqtt'
 import { createTestDatabase } from '@esp/db/testing'
-import { HTTP_LINE, startProcess, tempDataDir } from '../helpers/process.js'
+import { HTTP_LINE, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 const MQTT_LINE = /MQTT\s+mqtt:\/\/([\d.]+):(\d+)/
 

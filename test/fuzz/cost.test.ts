@@ -10,11 +10,11 @@
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import t from 'tap'
-import { bearer } from '../helpers/api.js'
-import { costlyRequests } from '../helpers/costly-requests.js'
-import { buildAllInOne, makeWorld, problemWith } from '../helpers/fuzz-harness.js'
-import { readOperations } from '../helpers/openapi-fuzz.js'
-import { makeDevice } from '../helpers/platform.js'
+import { bearer } from '@esp/test-helpers/api'
+import { costlyRequests } from '@esp/test-helpers/costly-requests'
+import { buildAllInOne, makeWorld, problemWith } from '@esp/test-helpers/fuzz-harness'
+import { readOperations } from '@esp/test-helpers/openapi-fuzz'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 v8.setFlagsFromString('--expose-gc')
 const collect = vm.runInNewContext('gc') as () => void

@@ -14,8 +14,8 @@ import vm from 'node:vm'
 import t from 'tap'
 import fc from 'fast-check'
 import * as domain from '@esp/domain'
-import { BODY_LIMIT, buildAllInOne, credentials, installJournal, makeWorld, problemWith, rawHttp, settle, type Answer } from '../helpers/fuzz-harness.js'
-import { MATCHERS, ODD_DATES, type FuzzRequest, type Operation, operationOrder, readOperations, requestFor } from '../helpers/openapi-fuzz.js'
+import { BODY_LIMIT, buildAllInOne, credentials, installJournal, makeWorld, problemWith, rawHttp, settle, type Answer } from '@esp/test-helpers/fuzz-harness'
+import { MATCHERS, ODD_DATES, type FuzzRequest, type Operation, operationOrder, readOperations, requestFor } from '@esp/test-helpers/openapi-fuzz'
 
 // A collection before each reading, so that the figures are live memory rather than garbage not yet collected.
 v8.setFlagsFromString('--expose-gc')

@@ -34,7 +34,7 @@ export async function buildApi (t: Tap, options: { deps?: Partial<ApiDeps>, serv
       ...options.deps
     })
     await options.extra?.(app, database, dataDir)
-  }, (database) => ({ auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: options.deps?.clock ?? systemClock, ...options.auth }, uploadMaxBytes: 256 * 1024, ...options.server }), options.database)
+  }, (database) => ({ auth: { database, jwtSecret: TEST_JWT_SECRET, clock: options.deps?.clock ?? systemClock, ...options.auth }, uploadMaxBytes: 256 * 1024, ...options.server }), options.database)
   void db
   return { app, database, dataDir }
 }

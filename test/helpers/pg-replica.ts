@@ -90,7 +90,7 @@ export async function startStreamingPair (t: Tap, options: { durable?: boolean }
   await migrateDatabase(primaryUrl)
   const seeded = createDatabase(primaryUrl, { max: 1 })
   try {
-    await seedCatalogue(seeded.sql)
+    await seedCatalogue(seeded)
   } finally {
     await seeded.close()
   }

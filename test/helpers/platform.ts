@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ingestService } from '@esp/ingest'
 import type { Database } from '@esp/db'
+import { makeDevice as madeDevice } from '@esp/db/testing'
 import type { Clock } from '@esp/domain'
 import type { AuthOptions } from '@esp/http'
 import { buildApi, type ApiHarness } from './api.js'
@@ -29,16 +30,10 @@ export async function buildPlatform (t: Tap, options: { clock?: Clock, maxValues
   })
 }
 
-let devices = 0
-
-/** A device row as POST /devices would make it (issue 4 brings that route). */
+/**
+ * A device row as POST /devices would make it, with no token: its id. The factory behind it
+ * (makeDevice of @esp/db/testing) returns the whole device and makes a token; prefer it.
+ */
 export async function makeDevice (database: Database, ownerId: number, fields: { isPrivate?: boolean, kitId?: number | null, mac?: string | null, name?: string } = {}): Promise<number> {
-  devices += 1
-  const [row] = await database.sql<{ id: number }[]>`
-    insert into devices (owner_id, name, is_private, kit_id, mac_address, state)
-    values (${ownerId}, ${fields.name ?? `device ${devices}`}, ${fields.isPrivate ?? false}, ${fields.kitId ?? null}, ${fields.mac ?? null},
-            ${fields.mac === undefined || fields.mac === null ? 'not_configured' : 'never_published'})
-    returning id`
-  if (row === undefined) throw new Error('no device')
-  return row.id
+  return (await madeDevice(database, { ownerId, token: null, ...fields })).id
 }

@@ -1,8 +1,8 @@
 import t from 'tap'
 import { KIT_SENSORS, makeExplorerWorld } from '../../scripts/demo-world.js'
 import { PHYSICAL_RANGES, quantityOfSensor, sunHeight } from '../../scripts/sensor-values.js'
-import { bearer, signUpAs } from '../helpers/api.js'
-import { buildPlatform } from '../helpers/platform.js'
+import { bearer, signUpAs } from '@esp/test-helpers/api'
+import { buildPlatform } from '@esp/test-helpers/platform'
 
 /**
  * The explorer's demo network (scripts/demo-world.ts, what `pnpm demo` makes) looks believable:

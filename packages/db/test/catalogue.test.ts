@@ -5,7 +5,7 @@ import { defaultKitId, kits, measurements, sensors } from '../src/seed/catalogue
 
 t.test('the template is fully migrated', async (t) => {
   const { sql } = await createTestDatabase(t)
-  const status = await migrationStatus(sql)
+  const status = await migrationStatus({ sql })
   t.equal(status.applied, status.expected)
   t.equal(status.expected, expectedMigrationCount())
 })
@@ -31,7 +31,7 @@ t.test('the real catalogue is seeded with its platform ids', async (t) => {
 t.test('seeding again changes nothing and keeps edits', async (t) => {
   const { sql } = await createTestDatabase(t)
   await sql`update sensors set description = 'edited by an admin' where id = 3`
-  await seedCatalogue(sql)
+  await seedCatalogue({ sql })
   const [sensor] = await sql`select description from sensors where id = 3`
   t.equal(sensor?.description, 'edited by an admin')
   const [count] = await sql<{ n: number }[]>`select count(*) as n from sensors`

@@ -17,7 +17,7 @@ async function until (what: string, ok: () => boolean, ms = 20_000): Promise<voi
 /** A feed in a process of its own (its own pool), as another replica would have. */
 async function replica (t: Tap, url: string) {
   const database = createDatabase(url, { max: 2, applicationName: 'esp-test-feed' })
-  const feed = new ChangeFeed(database.sql, (err) => { t.error(err) })
+  const feed = new ChangeFeed(database, (err) => { t.error(err) })
   const seen: ChangePayload[] = []
   let resets = 0
   feed.subscribe('things', { change: (payload) => { seen.push(payload) }, reset: () => { resets++ } })

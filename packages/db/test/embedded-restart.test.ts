@@ -5,7 +5,7 @@ import t from 'tap'
 import postgres from 'postgres'
 import { databaseUnavailability, embeddedDatabaseStatus, startEmbeddedPostgres } from '@esp/db'
 import { RotatingLog } from '../src/rotating-log.js'
-import { postmasterPid, processGone, waitGone } from '../../../test/helpers/embedded.js'
+import { postmasterPid, processGone, waitGone } from '@esp/test-helpers/embedded'
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 

@@ -13,7 +13,7 @@ const root = path.resolve(import.meta.dirname, '..', '..', '..')
 const DIRS = ['packages/db/src', 'packages/domain/src', 'services/api/src', 'services/ingest/src', 'services/exporter/src']
 const TABLES = /\b(from|join|into|update|copy)\s+(only\s+)?(readings(_hourly|_daily|_daily_offset)?)\b(?![\w])/i
 // Keyed by other means: the export's range condition is built by rangeWhere, which starts with the
-// device (copy-sql.ts); a lock takes no rows; `where false` reads none.
+// device (queries/export-copy.ts); a lock takes no rows; `where false` reads none.
 const KEYED_ELSEWHERE = [/\$\{rangeWhere\(/, /^.lock table /i, /\bwhere false\b/i]
 
 function files (dir: string): string[] {
@@ -41,7 +41,7 @@ t.test('every statement on the readings and their tiers is keyed by device', asy
   // Statements whose tier table is spliced in at run time are not seen here; the rollup planner's
   // take (device, sensor) in every path (history.ts), as the conformance suite exercises.
   t.ok(statements >= 10, `statements on the readings were found (${statements})`)
-  const copySql = readFileSync(path.join(root, 'packages/domain/src/exports/copy-sql.ts'), 'utf8')
+  const copySql = readFileSync(path.join(root, 'packages/db/src/queries/export-copy.ts'), 'utf8')
   t.match(copySql, /function rangeWhere[^]*?const where = \[`device_id = /, 'rangeWhere starts with the device')
 })
 

@@ -3,15 +3,15 @@ import postgres from 'postgres'
 import { createTestDatabase } from '@esp/db/testing'
 import { freePort } from '@esp/db'
 import { buildServer, DatabaseHealth } from '@esp/http'
-import { until } from '../../../test/helpers/mqtt.js'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { until } from '@esp/test-helpers/mqtt'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 const error = (code: string, extra: Record<string, unknown> = {}): Error => Object.assign(new Error(code), { code }, extra)
 
 t.test('what marks the database unavailable, and the probe that sees it back', async (t) => {
   const database = await createTestDatabase(t)
   const changes: string[] = []
-  const health = new DatabaseHealth(database.sql, { probeIntervalMs: 20, onChange: (available) => { changes.push(available ? 'up' : 'down') } })
+  const health = new DatabaseHealth(database, { probeIntervalMs: 20, onChange: (available) => { changes.push(available ? 'up' : 'down') } })
   t.teardown(() => { health.close() })
 
   t.equal(health.note(error('23505')), false, 'a constraint violation says nothing about availability')
@@ -35,7 +35,7 @@ t.test('what marks the database unavailable, and the probe that sees it back', a
 t.test('the gate: 503 with Retry-After and the reason while the database is away, never for liveness', async (t) => {
   // A pool on a port nobody listens on: every probe is refused.
   const sql = postgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`, { max: 2, onnotice: () => {}, backoff: () => 0.01, connect_timeout: 2 })
-  const health = new DatabaseHealth(sql, { probeIntervalMs: 20 })
+  const health = new DatabaseHealth({ sql }, { probeIntervalMs: 20 })
   const app = await buildServer({ ...testHttpOptions, databaseHealth: health })
   app.get('/v0/work', async () => { await sql`select 1`; return { done: true } })
   // A route that answers from what it knows (the clustered broker's auth backend).

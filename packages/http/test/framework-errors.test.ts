@@ -2,7 +2,7 @@ import { connect } from 'node:net'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildServer } from '@esp/http'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 interface Tap { teardown: (fn: () => unknown) => void }
 

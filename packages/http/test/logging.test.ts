@@ -1,8 +1,8 @@
 import t from 'tap'
 import { ingestService } from '@esp/ingest'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
-import { connectMqtt, until } from '../../../test/helpers/mqtt.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
+import { connectMqtt, until } from '@esp/test-helpers/mqtt'
+import { makeDevice } from '@esp/db/testing'
 
 const PASSWORD = 'Hunter2-secret-password'
 const NEW_PASSWORD = 'Another-secret-password-42'
@@ -27,8 +27,7 @@ t.test('JSON log lines carry request ids and none of the secrets a request bring
   })
   const { app, database } = harness
   const user = await signUp(app, { password: PASSWORD })
-  const device = await makeDevice(database, user.id, { mac: MAC })
-  await database.sql`update devices set device_token = ${DEVICE_TOKEN}, kit_id = 26 where id = ${device}`
+  const { id: device } = await makeDevice(database, { ownerId: user.id, mac: MAC, token: DEVICE_TOKEN, kitId: 26 })
   const basic = Buffer.from(`${user.username}:${PASSWORD}`).toString('base64')
   const secrets = { password: PASSWORD, newPassword: NEW_PASSWORD, accessToken: user.token, basic, resetCode: RESET_CODE, deviceToken: DEVICE_TOKEN, mac: MAC, databasePassword: DATABASE_PASSWORD }
 

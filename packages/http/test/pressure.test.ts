@@ -2,9 +2,9 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createTestDatabase } from '@esp/db/testing'
 import { buildServer, type PressureOptions } from '@esp/http'
-import { sample } from '../../../test/helpers/metrics.js'
-import { until } from '../../../test/helpers/mqtt.js'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { sample } from '@esp/test-helpers/metrics'
+import { until } from '@esp/test-helpers/mqtt'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 interface Tap { teardown: (fn: () => unknown) => void }
 
@@ -19,7 +19,7 @@ async function server (t: Tap, pressure: Omit<PressureOptions, 'retryAfterSecond
 t.test('a saturated database pool turns requests away with 503 and Retry-After, and lets them in again', async (t) => {
   // One connection, held by a reservation: the probe query waits past its limit.
   const database = await createTestDatabase(t, { max: 1 })
-  const app = await server(t, { maxEventLoopDelayMs: 0, maxDbWaitMs: 100, sql: database.sql })
+  const app = await server(t, { maxEventLoopDelayMs: 0, maxDbWaitMs: 100, database })
   // A probe's first query opens the pool's connection, which on a machine busy with other test
   // files can take longer than the 100 ms limit: healthy once a probe has come back in time.
   await until(async () => (await app.inject({ url: '/v0/work' })).statusCode === 200, 10_000, 'the first probe to come back in time')

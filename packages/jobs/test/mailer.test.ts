@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import { createMailer } from '@esp/jobs'
-import { startSmtp } from '../../../test/helpers/smtp.js'
+import { startSmtp } from '@esp/test-helpers/smtp'
 
 t.test('without SMTP, each message is one JSON file in the outbox', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'esp-outbox-'))

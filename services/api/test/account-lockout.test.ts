@@ -1,9 +1,9 @@
 import http from 'node:http'
 import t, { type Test } from 'tap'
 import type { AuthOptions } from '@esp/http'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
-import { sample } from '../../../test/helpers/metrics.js'
-import { startRedis } from '../../../test/helpers/redis.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
+import { sample } from '@esp/test-helpers/metrics'
+import { startRedis } from '@esp/test-helpers/redis'
 
 // Issue 34 §3, over real HTTP from several loopback addresses (127.0.0.2, 127.0.0.3, ... are this
 // machine's own): one account, one counter; the owner signs in while strangers are locked out;

@@ -2,9 +2,9 @@ import t, { type Test } from 'tap'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { sha256, type ThrottleSettings } from '@esp/domain'
 import { freePort } from '@esp/db'
-import { bearer, buildApi, signUp, type ApiHarness } from '../../../test/helpers/api.js'
-import { sample } from '../../../test/helpers/metrics.js'
-import { startRedis } from '../../../test/helpers/redis.js'
+import { bearer, buildApi, signUp, type ApiHarness } from '@esp/test-helpers/api'
+import { sample } from '@esp/test-helpers/metrics'
+import { startRedis } from '@esp/test-helpers/redis'
 
 // Issue 19: every failed credential check counts, per address and per account, on every path.
 const SMALL: ThrottleSettings = { accountFailures: 3, addressFailures: 6, windowSeconds: 600, lockoutSeconds: 300, maxLockoutSeconds: 1200 }
@@ -141,32 +141,38 @@ t.test('the defaults: 10 failures an account, then 429 for 15 minutes; 5 for a c
   assertThrottled(t, await app.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password } }), 900, 'the owner\'s client after 5 typos')
 })
 
-async function twoInstances (t: Test, redisUrl: string, throttle: ThrottleSettings): Promise<[FastifyInstance, FastifyInstance, User]> {
-  const first = await buildApi(t, { auth: { throttle, redisUrl } })
+async function twoInstances (t: Test, redisUrl: string, throttle: ThrottleSettings, clock: () => Date): Promise<[FastifyInstance, FastifyInstance, User]> {
+  const first = await buildApi(t, { deps: { clock }, auth: { throttle, redisUrl } })
   // Replicas share the database: the second checks Basic credentials against the first's.
-  const second = await buildApi(t, { auth: { throttle, redisUrl, db: first.database.db } })
+  const second = await buildApi(t, { deps: { clock }, auth: { throttle, redisUrl, database: first.database } })
   return [first.app, second.app, await prepareUser(first)]
 }
 
 t.test('with REDIS_URL two instances share the count; the lockout ends and doubles', async (t) => {
   const redisUrl = await startRedis(t)
-  const [first, second, user] = await twoInstances(t, redisUrl, { ...SMALL, lockoutSeconds: 1, maxLockoutSeconds: 2 })
+  // One test clock for both instances: the lockouts end when it is advanced, not in real time
+  // (Redis's own expiry, minutes away, never decides).
+  let now = Date.parse('2026-11-25T12:00:00Z')
+  const LOCKOUT = { ...SMALL, lockoutSeconds: 300, maxLockoutSeconds: 600 }
+  const [first, second, user] = await twoInstances(t, redisUrl, LOCKOUT, () => new Date(now))
   // GET /v0/ answers 200 to anyone whose credentials pass, and 401 otherwise.
   const from = async (app: FastifyInstance, password: string) => await app.inject({ url: '/v0/', headers: basic(user.username, password), remoteAddress: freshAddress() })
   t.same([(await from(first, 'a')).statusCode, (await from(second, 'b')).statusCode, (await from(first, 'c')).statusCode], [401, 401, 401])
-  assertThrottled(t, await from(second, user.password), 1, 'the other instance, right password')
-  assertThrottled(t, await first.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password }, remoteAddress: freshAddress() }), 1, 'a login on the first')
-  await new Promise((resolve) => setTimeout(resolve, 1100))
+  assertThrottled(t, await from(second, user.password), 300, 'the other instance, right password')
+  assertThrottled(t, await first.inject({ method: 'POST', url: '/v0/sessions', payload: { username: user.username, password: user.password }, remoteAddress: freshAddress() }), 300, 'a login on the first')
+  now += 300_000 - 1
+  assertThrottled(t, await from(second, user.password), 1, 'still locked a millisecond before the end')
+  now += 1
   t.same([(await from(second, 'd')).statusCode, (await from(first, 'e')).statusCode, (await from(second, 'f')).statusCode], [401, 401, 401], 'counted again after the lockout')
   const again = await from(first, user.password)
-  assertThrottled(t, again, 2, 'locked again')
-  t.equal(again.headers['retry-after'], '2', 'the second lockout is twice as long')
-  await new Promise((resolve) => setTimeout(resolve, 2100))
+  assertThrottled(t, again, 600, 'locked again')
+  t.equal(again.headers['retry-after'], '600', 'the second lockout is twice as long')
+  now += 600_000
   t.equal((await from(second, user.password)).statusCode, 200, 'the right password after the lockout')
   // Bad tokens from one address, alternating instances, lock that address on both.
   const address = freshAddress()
   for (let i = 0; i < SMALL.addressFailures; i++) t.equal((await (i % 2 === 0 ? first : second).inject({ url: '/v0/', headers: bearer(`forged.token.${i}`), remoteAddress: address })).statusCode, 401)
-  assertThrottled(t, await first.inject({ url: '/v0/', headers: bearer('forged.token.again'), remoteAddress: address }), 1, 'a bad token from the locked address')
+  assertThrottled(t, await first.inject({ url: '/v0/', headers: bearer('forged.token.again'), remoteAddress: address }), 300, 'a bad token from the locked address')
   t.equal((await second.inject({ url: '/v0/', headers: bearer(user.token), remoteAddress: address })).statusCode, 200, 'a good token from the locked address')
 })
 

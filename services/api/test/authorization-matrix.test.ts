@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
-import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
-import { collect, connectMqtt, subscribeGranted, until } from '../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, signUp, signUpAs } from '@esp/test-helpers/api'
+import { collect, connectMqtt, subscribeGranted, until } from '@esp/test-helpers/mqtt'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * The access matrix: who may do what to a device or a user, as one table read as a spec. Each row

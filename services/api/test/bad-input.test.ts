@@ -1,5 +1,5 @@
 import t from 'tap'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
 
 t.test('bad input to every users and authentication route: a 4xx with the error body, nothing written', async (t) => {
   const harness = await buildApi(t)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { bearer, buildApi, signUp, signUpAs } from '@esp/test-helpers/api'
 
 t.test('sensors, measurements and kits: public reads, admin writes', async (t) => {
   const harness = await buildApi(t)

@@ -1,8 +1,8 @@
 import t from 'tap'
 import { parquetMetadata, parquetReadObjects } from 'hyparquet'
 import { MAX_EXPORT_DEVICE_IDS } from '@esp/domain'
-import { bearer, errorBody, signUp } from '../../../test/helpers/api.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, errorBody, signUp } from '@esp/test-helpers/api'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * The export across devices (issue 23) over real HTTP against PostgreSQL: devices chosen by ids,

@@ -1,8 +1,8 @@
 import { gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { DEVICE_TOKEN_NOT_SETTABLE, deviceService } from '@esp/domain'
-import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
-import { buildPlatform } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, signUp, signUpAs } from '@esp/test-helpers/api'
+import { buildPlatform } from '@esp/test-helpers/platform'
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/
 const FIVE_DIGITS = (n: number): boolean => Math.abs(n * 1e5 - Math.round(n * 1e5)) < 1e-6

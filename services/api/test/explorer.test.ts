@@ -3,7 +3,7 @@ import path from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { explorerDist } from '@esp/explorer'
-import { buildApi } from '../../../test/helpers/api.js'
+import { buildApi } from '@esp/test-helpers/api'
 
 // `pnpm test` builds the explorer before any file runs (scripts/run-tests.ts).
 const explorer = { dir: explorerDist, tileUrl: 'https://{s}.tile.example.org/{z}/{x}/{y}.png', tileAttribution: '© "Example" <tiles>' }

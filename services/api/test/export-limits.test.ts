@@ -4,8 +4,8 @@ import net from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadEngine, postgresRunner } from '@esp/db'
 import { EXPORT_RETRY_AFTER_SECONDS } from '@esp/domain'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * Bounded exports (issue 33) over real sockets: a client that opens an export and never reads is

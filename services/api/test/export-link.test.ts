@@ -2,8 +2,8 @@ import t from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
 import { ingestService } from '@esp/ingest'
 import { EXPORT_LINK_TTL_SECONDS } from '@esp/domain'
-import { bearer, buildApi, errorBody, signUp, signUpAs } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, errorBody, signUp, signUpAs } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * Short-lived download links of a device's export (issue 34): a browser downloads a private

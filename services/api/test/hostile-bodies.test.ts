@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify'
 import { parseJsonObject } from '@esp/domain'
 import { MAX_BODY_DEPTH, nestedDeeperThan } from '@esp/domain'
 import { LINGER_MS } from '@esp/http'
-import { bearer, buildApi, multipart, signUp, signUpAs } from '../../../test/helpers/api.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, multipart, signUp, signUpAs } from '@esp/test-helpers/api'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 const deep = (levels: number, leaf = '1'): string => '{"a":'.repeat(levels) + leaf + '}'.repeat(levels)
 const deepArray = (levels: number): string => '['.repeat(levels) + ']'.repeat(levels)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
 
 t.test('JSON-P is answered to anonymous requests only: a caller\'s private data is never wrapped in a script', async (t) => {
   const harness = await buildApi(t)

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { catalogue, deviceService, experimentService, userService, type FilterSpec } from '@esp/domain'
-import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { bearer, buildApi, signUp, signUpAs } from '@esp/test-helpers/api'
 
 /** Every list route and the filter keys it takes: the compiler's own specs, so a new key is tried too. */
 const routes: Array<[string, FilterSpec]> = [

@@ -1,10 +1,11 @@
 import t from 'tap'
-import { bearer, buildApi, multipart, PNG_1X1, signUp } from '../../../test/helpers/api.js'
+import { makeDevice } from '@esp/db/testing'
+import { bearer, buildApi, multipart, PNG_1X1, signUp } from '@esp/test-helpers/api'
 
 t.test('GET /me is the full user with devices; anonymous is 401', async (t) => {
   const { app, database } = await buildApi(t)
   const user = await signUp(app)
-  await database.sql`insert into devices (owner_id, name, is_private) values (${user.id}, 'mine', true)`
+  await makeDevice(database, { ownerId: user.id, name: 'mine', isPrivate: true, token: null })
   const me = await app.inject({ url: '/v0/me', headers: bearer(user.token) })
   t.equal(me.statusCode, 200)
   t.match(me.json(), { id: user.id, email: user.email, legacy_api_key: /^[\w-]+$/, devices: [{ name: 'mine', state: 'not_configured', system_tags: ['new', 'offline', 'outdoor'] }] })

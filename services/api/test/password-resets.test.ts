@@ -1,7 +1,7 @@
 import t from 'tap'
 import { requestPasswordReset, type JobSender } from '@esp/domain'
 import { exporterService } from '@esp/exporter'
-import { bearer, buildApi, outbox, signUp } from '../../../test/helpers/api.js'
+import { bearer, buildApi, outbox, signUp } from '@esp/test-helpers/api'
 
 async function withMail (t: Parameters<typeof buildApi>[0]) {
   return await buildApi(t, {

@@ -1,9 +1,9 @@
 import t from 'tap'
 import { ingestService } from '@esp/ingest'
 import { systemClock } from '@esp/domain'
-import { bearer, buildApi, signUp, signUpAs, TEST_JWT_SECRET } from '../../../test/helpers/api.js'
-import { startRedis } from '../../../test/helpers/redis.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, signUp, signUpAs, TEST_JWT_SECRET } from '@esp/test-helpers/api'
+import { startRedis } from '@esp/test-helpers/redis'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 t.test('a citizen is throttled at the 91st request in a minute, with the error body and headers', async (t) => {
   const limited = await buildApi(t, { server: { rateLimit: { perMinute: 90 } } })
@@ -41,7 +41,7 @@ t.test('with REDIS_URL two instances share one budget', async (t) => {
   const redisUrl = await startRedis(t)
   const first = await buildApi(t, { server: { rateLimit: { perMinute: 6, redisUrl } } })
   // The second instance shares the first one's database and secret, as replicas do.
-  const second = await buildApi(t, { server: { rateLimit: { perMinute: 6, redisUrl }, auth: { db: first.database.db, jwtSecret: TEST_JWT_SECRET, clock: systemClock } } })
+  const second = await buildApi(t, { server: { rateLimit: { perMinute: 6, redisUrl }, auth: { database: first.database, jwtSecret: TEST_JWT_SECRET, clock: systemClock } } })
   const user = await signUp(first.app)
   const statuses: number[] = []
   for (let i = 0; i < 4; i++) {

@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createDatabase, type Database } from '@esp/db'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
-import { startStreamingPair, type StreamingPair } from '../../../test/helpers/pg-replica.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
+import { startStreamingPair, type StreamingPair } from '@esp/test-helpers/pg-replica'
 import { REPLICA_READ_ROUTES } from '../src/read-routing.js'
 
 const MAX_LAG_SECONDS = 2

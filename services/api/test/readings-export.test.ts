@@ -1,8 +1,8 @@
 import t from 'tap'
 import { parquetMetadata, parquetReadObjects } from 'hyparquet'
 import { PARQUET_ROW_GROUP } from '@esp/domain'
-import { bearer, errorBody, signUp } from '../../../test/helpers/api.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, errorBody, signUp } from '@esp/test-helpers/api'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * The streamed export's Parquet and wide CSV formats (issue 23) over real HTTP against PostgreSQL:

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
-import { bearer, signUp, signUpAs } from '../../../test/helpers/api.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, signUp, signUpAs } from '@esp/test-helpers/api'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 const NOW = new Date('2026-11-22T12:00:00Z')
 

@@ -4,8 +4,8 @@ import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { ingestService } from '@esp/ingest'
 import type { Runner } from '@esp/db'
-import { buildApi, bearer, signUp } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { buildApi, bearer, signUp } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * Long answers of the readings history (issue 35, findings 1 to 3), on a real PostgreSQL: the

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildApi } from '../../../test/helpers/api.js'
+import { buildApi } from '@esp/test-helpers/api'
 
 const links = ['api_documentation_url', 'current_user_url', 'components_url', 'devices_url', 'kits_url', 'measurements_url',
   'sensors_url', 'users_url', 'tags_url', 'tags_sensors_url', 'experiments_url', 'search_url']

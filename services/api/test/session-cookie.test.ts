@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { ThrottleSettings } from '@esp/domain'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * clients.md §4 rule 10: the current web authenticates with a session cookie (withCredentials, no

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { bearer, buildApi, signUp } from '../../../test/helpers/api.js'
+import { bearer, buildApi, signUp } from '@esp/test-helpers/api'
 
 t.test('POST /sessions takes JSON, form fields or query, by username or e-mail', async (t) => {
   const { app } = await buildApi(t)

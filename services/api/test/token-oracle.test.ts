@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
-import { bearer, signUp } from '../../../test/helpers/api.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, signUp } from '@esp/test-helpers/api'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 /**
  * The access matrix's other half (issue 34): no answer may tell whether a device token or a MAC

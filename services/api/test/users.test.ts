@@ -1,5 +1,6 @@
 import t from 'tap'
-import { bearer, buildApi, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { makeDevice } from '@esp/db/testing'
+import { bearer, buildApi, signUp, signUpAs } from '@esp/test-helpers/api'
 
 const USER_KEYS = ['avatar', 'created_at', 'devices', 'email', 'first_name', 'forwarding_token', 'forwarding_username', 'id', 'joined_at',
   'last_name', 'legacy_api_key', 'location', 'profile_picture', 'role', 'updated_at', 'url', 'username', 'uuid']
@@ -163,7 +164,7 @@ t.test('deleting a user archives the account and its devices, and ends its token
   const { app, database } = harness
   const user = await signUp(app)
   const other = await signUp(app)
-  await database.sql`insert into devices (owner_id, name, mac_address) values (${user.id}, 'kit', '00:11:22:33:44:55')`
+  await makeDevice(database, { ownerId: user.id, name: 'kit', mac: '00:11:22:33:44:55', state: 'not_configured', token: null })
   t.equal((await app.inject({ method: 'DELETE', url: `/v0/users/${user.id}`, headers: bearer(other.token) })).statusCode, 403)
   t.equal((await app.inject({ method: 'DELETE', url: `/v0/users/${user.id}` })).statusCode, 401)
   const res = await app.inject({ method: 'DELETE', url: `/v0/users/${user.id}`, headers: bearer(user.token) })

@@ -1,8 +1,8 @@
 import { readdir } from 'node:fs/promises'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import { bearer, errorBody, signUp, signUpAs } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, errorBody, signUp, signUpAs } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 import { exporterPlatform } from './platform.js'
 
 const LINK_SECRET = 'archive-link-secret-for-tests'

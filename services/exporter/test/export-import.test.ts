@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import { exporterService } from '@esp/exporter'
 import { ingestService } from '@esp/ingest'
-import { bearer, buildApi, errorBody, signUp } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, buildApi, errorBody, signUp } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 
 async function platform (t: Test) {
   const harness = await buildApi(t, {
@@ -173,4 +173,48 @@ t.test('CSV import: a column of a sensor the catalogue lacks is skipped and repo
   t.ok(Object.is(rows[1]?.value, 0) && Object.is(rows[1]?.raw_value, 0), '-0.0 is stored as 0')
   const seen = (await app.inject({ url: `/v0/devices/${device}`, headers: bearer(owner.token) })).json()
   t.match(seen.ingest, { unknown_sensors: [999999], skipped_values: 1, rejected_messages: 0, last_rejection: null }, "the device's owner hears of it too")
+})
+
+t.test('CSV import: quoted cells may hold commas and quotes, and semicolon-separated files (decimal commas) are read', async (t) => {
+  const { app, database } = await platform(t)
+  const owner = await signUp(app)
+  const device = await makeDevice(database, owner.id, { kitId: 26 })
+  const url = `/v0/devices/${device}/readings/csv`
+  const headers = { ...bearer(owner.token), 'content-type': 'text/csv' }
+  const done = async (payload: string): Promise<{ state?: string, stored?: number }> => {
+    const accepted = await app.inject({ method: 'POST', url, headers, payload })
+    t.equal(accepted.statusCode, 202, accepted.body)
+    const id = accepted.json().id as number
+    let status: { state?: string, stored?: number } = {}
+    for (let i = 0; i < 300 && status.state !== 'done' && status.state !== 'failed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      status = (await app.inject({ url: `${url}/${id}`, headers: bearer(owner.token) })).json()
+    }
+    return status
+  }
+  const quoted = [
+    '"TIME","Temperature, internal","Humidity ""relative"""',
+    'UTC,"°C, calibrated",%',
+    'TIME,55,56',
+    '2026-10-01T00:00:00Z,"21.5",60',
+    '"2026-10-01T00:01:00Z", 22 ,"61"'
+  ].join('\r\n') + '\r\n'
+  t.match(await done(quoted), { state: 'done', stored: 4 }, 'a quoted comma is no separator')
+  const semicolons = [
+    'TIME;Temperatur, innen;Feuchte',
+    'TIME;55;56',
+    '2026-10-01T00:02:00Z;21,5;60',
+    '2026-10-01T00:03:00Z;"22,25";61'
+  ].join('\n') + '\n'
+  t.match(await done(semicolons), { state: 'done', stored: 4 }, 'a semicolon-separated file')
+  const rows = await database.sql<{ sensor_id: number, value: number }[]>`select sensor_id, value from readings where device_id = ${device} order by recorded_at, sensor_id`
+  t.same(rows.map((r) => [r.sensor_id, r.value]), [[55, 21.5], [56, 60], [55, 22], [56, 61], [55, 21.5], [56, 60], [55, 22.25], [56, 61]])
+
+  // The rules and messages of comma-separated files hold for semicolons, by line and column.
+  const bad = await app.inject({ method: 'POST', url, headers, payload: 'TIME;55;56\n2026-10-01T00:04:00Z;abc;1\n\n2026-10-01T00:05:00Z;1;2;3\n' })
+  t.equal(bad.statusCode, 422)
+  t.match(errorBody(bad), { errors: { 'line 2': ['column 2: "abc" is not a number'], 'line 4': ['has 4 columns, the header 3'] } })
+  const unclosed = await app.inject({ method: 'POST', url, headers, payload: 'TIME,55\n2026-10-01T00:04:00Z,"1\n' })
+  t.equal(unclosed.statusCode, 422)
+  t.match(errorBody(unclosed), { errors: { 'line 2': [/cannot be read as CSV/] } })
 })

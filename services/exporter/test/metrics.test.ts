@@ -1,9 +1,9 @@
 import t from 'tap'
 import { exporterService } from '@esp/exporter'
 import { queues } from '@esp/jobs'
-import { sample } from '../../../test/helpers/metrics.js'
-import { tempDataDir } from '../../../test/helpers/process.js'
-import { buildTestServer } from '../../../test/helpers/server.js'
+import { sample } from '@esp/test-helpers/metrics'
+import { tempDataDir } from '@esp/test-helpers/process'
+import { buildTestServer } from '@esp/test-helpers/server'
 
 t.test('the exporter reports queue depth and failures by queue on GET /metrics', async (t) => {
   const dataDir = tempDataDir(t)

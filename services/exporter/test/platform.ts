@@ -1,8 +1,8 @@
 import type { Test } from 'tap'
 import { exporterService, type ExporterDeps } from '@esp/exporter'
 import { ingestService } from '@esp/ingest'
-import { buildApi } from '../../../test/helpers/api.js'
-import { startSmtp } from '../../../test/helpers/smtp.js'
+import { buildApi } from '@esp/test-helpers/api'
+import { startSmtp } from '@esp/test-helpers/smtp'
 
 /**
  * api, ingest and a real exporter (pg-boss workers, a real SMTP server) on one server, on a clock

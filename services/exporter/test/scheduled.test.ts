@@ -4,8 +4,8 @@ import t, { type Test } from 'tap'
 import { loadEngine, postgresRunner, TIERS } from '@esp/db'
 import { notifyLowBattery, notifyStoppedPublishing, purgeArchivedDevices, type ScheduledDeps } from '@esp/exporter'
 import { sendJob } from '@esp/jobs'
-import { bearer, signUp } from '../../../test/helpers/api.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
+import { bearer, signUp } from '@esp/test-helpers/api'
+import { makeDevice } from '@esp/test-helpers/platform'
 import { exporterPlatform } from './platform.js'
 
 const HOUR = 3600 * 1000

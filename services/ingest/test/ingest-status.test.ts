@@ -4,12 +4,12 @@ import type { Database } from '@esp/db'
 import { apiService } from '@esp/api'
 import { ingestService } from '@esp/ingest'
 import { systemClock } from '@esp/domain'
-import { bearer, signUp, signUpAs, TEST_JWT_SECRET } from '../../../test/helpers/api.js'
-import { sample } from '../../../test/helpers/metrics.js'
-import { connectMqtt } from '../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
-import { tempDataDir } from '../../../test/helpers/process.js'
-import { buildTestServer } from '../../../test/helpers/server.js'
+import { bearer, signUp, signUpAs, TEST_JWT_SECRET } from '@esp/test-helpers/api'
+import { sample } from '@esp/test-helpers/metrics'
+import { connectMqtt } from '@esp/test-helpers/mqtt'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
+import { tempDataDir } from '@esp/test-helpers/process'
+import { buildTestServer } from '@esp/test-helpers/server'
 
 /*
  * Issue 35, from the outside: what real firmware sends over real MQTT and HTTP. Known sensors are
@@ -186,7 +186,7 @@ t.test('metrics: refused readings messages by reason and skipped values', async 
   const { app, database } = await buildTestServer(t, async (app, database) => {
     await app.register(apiService, { database, dataDir, accessTokenTtlSeconds: 3600, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024, uploadSecret: 'upload-secret' })
     await app.register(ingestService, { database, maxValues: 1000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })
-  }, (database) => ({ auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: systemClock } }))
+  }, (database) => ({ auth: { database, jwtSecret: TEST_JWT_SECRET, clock: systemClock } }))
   const owner = await signUp(app)
   const device = await kitDevice(database, owner.id)
   const kit = await connectMqtt(t, `mqtt://127.0.0.1:${app.mqttListening?.port ?? 0}`, { clientId: device.token })

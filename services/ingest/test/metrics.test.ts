@@ -2,12 +2,12 @@ import t from 'tap'
 import { apiService } from '@esp/api'
 import { ingestService } from '@esp/ingest'
 import { systemClock } from '@esp/domain'
-import { bearer, signUp, TEST_JWT_SECRET } from '../../../test/helpers/api.js'
-import { sample } from '../../../test/helpers/metrics.js'
-import { connectMqtt, until } from '../../../test/helpers/mqtt.js'
-import { makeDevice } from '../../../test/helpers/platform.js'
-import { tempDataDir } from '../../../test/helpers/process.js'
-import { buildTestServer } from '../../../test/helpers/server.js'
+import { bearer, signUp, TEST_JWT_SECRET } from '@esp/test-helpers/api'
+import { sample } from '@esp/test-helpers/metrics'
+import { connectMqtt, until } from '@esp/test-helpers/mqtt'
+import { makeDevice } from '@esp/test-helpers/platform'
+import { tempDataDir } from '@esp/test-helpers/process'
+import { buildTestServer } from '@esp/test-helpers/server'
 
 const METRICS_TOKEN = 'metrics-token-for-the-tests'
 
@@ -17,9 +17,9 @@ t.test('GET /metrics: HTTP by route, readings stored, MQTT connections and messa
     await app.register(apiService, { database, dataDir, accessTokenTtlSeconds: 3600, passwordResetTtlSeconds: 3600, uploadMaxBytes: 1024, uploadSecret: 'upload-secret' })
     await app.register(ingestService, { database, maxValues: 1000, maxFutureSeconds: 86_400, mqtt: { host: '127.0.0.1', port: 0, explicit: true } })
   }, (database) => ({
-    auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: systemClock },
+    auth: { database, jwtSecret: TEST_JWT_SECRET, clock: systemClock },
     // createTestDatabase names its connections esp-test; the file's database is its own.
-    metrics: { token: METRICS_TOKEN, pool: { sql: database.sql, max: 5, applicationName: 'esp-test' } }
+    metrics: { token: METRICS_TOKEN, pool: { database, max: 5, applicationName: 'esp-test' } }
   }))
   await app.listen({ host: '127.0.0.1', port: 0 })
   const scrape = async (): Promise<string> => {
@@ -87,7 +87,7 @@ t.test('without METRICS_TOKEN /metrics is open (a private network or the proxy g
 
 t.test('guessing the metrics token is throttled like any credential', async (t) => {
   const { app } = await buildTestServer(t, async () => {}, (database) => ({
-    auth: { db: database.db, jwtSecret: TEST_JWT_SECRET, clock: systemClock, throttle: { accountFailures: 3, addressFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxLockoutSeconds: 60 } },
+    auth: { database, jwtSecret: TEST_JWT_SECRET, clock: systemClock, throttle: { accountFailures: 3, addressFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxLockoutSeconds: 60 } },
     metrics: { token: METRICS_TOKEN }
   }))
   const statuses: number[] = []

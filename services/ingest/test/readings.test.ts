@@ -1,8 +1,8 @@
 import t from 'tap'
-import { bearer, signUp, signUpAs } from '../../../test/helpers/api.js'
+import { bearer, signUp, signUpAs } from '@esp/test-helpers/api'
 import { pgDate } from '@esp/db'
-import { connectMqtt } from '../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../test/helpers/platform.js'
+import { connectMqtt } from '@esp/test-helpers/mqtt'
+import { buildPlatform, makeDevice } from '@esp/test-helpers/platform'
 
 const post = (deviceId: number, token: string | undefined, body: unknown) => ({
   method: 'POST' as const, url: `/v0/devices/${deviceId}/readings`, headers: token === undefined ? {} : bearer(token), payload: body as object

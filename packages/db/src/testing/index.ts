@@ -1,2 +1,3 @@
-export { createTestDatabase, databaseUrl, TEST_ENV } from './test-database.js'
+export { createTemplateDatabase, createTestDatabase, databaseUrl, dropTemplateDatabases, TEST_ENV } from './test-database.js'
 export { recordingRunner, rawInsertSteps } from './recording-runner.js'
+export { makeDevice, makeReadings, makeUser, type DeviceFields, type MadeDevice, type MadeUser, type ReadingFields, type UserFields } from './factories.js'

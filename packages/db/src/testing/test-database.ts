@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { createDatabase, type Database } from '../client.js'
 import { dropDatabase } from '../embedded.js'
+import { migrateDatabase } from '../migrate.js'
+import { seedCatalogue } from '../seed.js'
 
 /** What scripts/run-tests.ts hands every test process. */
 export const TEST_ENV = { adminUrl: 'ESP_TEST_ADMIN_URL', template: 'ESP_TEST_TEMPLATE' } as const
@@ -42,4 +44,36 @@ export async function createTestDatabase (t: Teardown, options: { max?: number }
     await dropDatabase(adminUrl, name)
   })
   return database
+}
+
+/**
+ * The template `pnpm test` prepares once for a run (scripts/run-tests.ts): a new database named
+ * `name`, migrated and seeded, which every test file clones (`createTestDatabase`).
+ */
+export async function createTemplateDatabase (adminUrl: string, name: string): Promise<void> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  try {
+    await admin.unsafe(`create database "${name}"`)
+  } finally {
+    await admin.end()
+  }
+  const url = databaseUrl(adminUrl, name)
+  await migrateDatabase(url)
+  const seeded = createDatabase(url, { max: 1 })
+  try {
+    await seedCatalogue(seeded)
+  } finally {
+    await seeded.close()
+  }
+}
+
+/** Drops the template and whatever test databases crashed files left: they carry its name as a prefix. */
+export async function dropTemplateDatabases (adminUrl: string, name: string): Promise<void> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  try {
+    const leftovers = await admin<{ datname: string }[]>`select datname from pg_database where datname like ${`${name}%`}`
+    for (const { datname } of leftovers) await admin.unsafe(`drop database if exists "${datname}" with (force)`)
+  } finally {
+    await admin.end()
+  }
 }

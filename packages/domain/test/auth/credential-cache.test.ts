@@ -22,7 +22,7 @@ const settings = { accountFailures: 3, addressFailures: 100, windowSeconds: 60, 
 function replica (t: { teardown: (fn: () => unknown) => void }, url: string) {
   const database = createDatabase(url, { max: 2, applicationName: 'esp-test-auth' })
   t.teardown(async () => { await database.close() })
-  const authenticator = new Authenticator({ db: database.db, signer, now: () => new Date() })
+  const authenticator = new Authenticator({ database, signer, now: () => new Date() })
   const throttle = new AuthThrottle(new MemoryThrottleStore(() => Date.now()), settings)
   const gate = throttle.gate('10.0.0.7')
   return {
@@ -37,7 +37,7 @@ t.test('remembered credentials are trusted only under the current auth generatio
   const [user] = await database.sql<{ id: number }[]>`
     insert into users (username, email, password_hash) values ('ada', 'ada@example.org', ${await hashPassword('first secret')}) returning id`
   const id = user!.id
-  const { token } = await issueAccessToken(database.db, signer, { userId: id, ttlSeconds: 3600, now: new Date() })
+  const { token } = await issueAccessToken(database, signer, { userId: id, ttlSeconds: 3600, now: new Date() })
   const a = replica(t, database.url)
   const b = replica(t, database.url)
   for (const r of [a, b]) {
@@ -55,7 +55,7 @@ t.test('remembered credentials are trusted only under the current auth generatio
 
   // The way the platform revokes: in a transaction that bumps the generation. B hears nothing
   // else, yet refuses right after the commit.
-  await inTransaction(database, async ({ db }) => { await revokeTokens(db, id, new Date()) })
+  await inTransaction(database, async (tx) => { await revokeTokens(tx, id, new Date()) })
   t.equal(await b.token(token), null, 'the revoked token is refused at once')
   t.equal(await b.basic('ada', 'first secret'), null, 'the old password is refused at once')
   t.equal(await b.basic('ada', 'second secret'), id)
@@ -78,14 +78,14 @@ t.test('failures are never remembered: every wrong password goes through the thr
 t.test('a revocation of another user also makes every entry check again; the check is fresh', async (t) => {
   const database = await createTestDatabase(t)
   const [user] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('cy', 'cy@example.org') returning id`
-  const { token } = await issueAccessToken(database.db, signer, { userId: user!.id, ttlSeconds: 3600, now: new Date() })
+  const { token } = await issueAccessToken(database, signer, { userId: user!.id, ttlSeconds: 3600, now: new Date() })
   const b = replica(t, database.url)
   t.equal(await b.token(token), user!.id)
-  await inTransaction(database, async ({ db }) => { await revokeCredentials(db, null) })
+  await inTransaction(database, async (tx) => { await revokeCredentials(tx, null) })
   t.equal(await b.token(token), user!.id, 'still valid: checked again against the database')
   // An expired token is never answered from memory.
   await database.sql`update access_tokens set expires_at = now() - interval '1 second'`
-  await inTransaction(database, async ({ db }) => { await revokeCredentials(db, null) })
+  await inTransaction(database, async (tx) => { await revokeCredentials(tx, null) })
   t.equal(await b.token(token), null)
 })
 

@@ -10,7 +10,7 @@ t.test('the reference data follows every committed write, loading once for all t
   const test = await createTestDatabase(t)
   const database = createDatabase(test.url, { max: 4, applicationName: 'esp-test-reference' })
   t.teardown(async () => { await database.close() })
-  const data = new ReferenceData(database.sql)
+  const data = new ReferenceData(database)
   const [sensor] = await database.sql<Array<{ id: number, name: string }>>`select id, name from sensors order by id limit 1`
   if (sensor === undefined) throw new Error('the test database has no catalogue')
 
@@ -51,7 +51,7 @@ t.test('a device sensor sorts by name then id as PostgreSQL sorts them', async (
   const test = await createTestDatabase(t)
   const database = createDatabase(test.url, { max: 2, applicationName: 'esp-test-reference' })
   t.teardown(async () => { await database.close() })
-  const catalogue = await new ReferenceData(database.sql).fresh()
+  const catalogue = await new ReferenceData(database).fresh()
   const ordered = await database.sql<Array<{ id: number }>>`select id from sensors order by name, id`
   const ranked = [...catalogue.sensors.keys()].sort((a, b) => catalogue.rankOf(a) - catalogue.rankOf(b))
   t.same(ranked, ordered.map((row) => row.id))

@@ -23,7 +23,7 @@ const statusOf = async (database: Awaited<ReturnType<typeof createTestDatabase>>
 t.test('notes are merged in memory and written for every device by one statement, only when flushed', async (t) => {
   const database = await createTestDatabase(t)
   const [a = 0, b = 0] = await devices(database, 2)
-  const log = new IngestStatusLog(database.sql, { intervalMs: 60_000 })
+  const log = new IngestStatusLog(database, { intervalMs: 60_000 })
   for (let i = 0; i < 50; i++) log.skipped(a, at(i), skipped(99999))
   log.skipped(a, at(50), skipped('co2x', 99999))
   log.rejected(b, at(1), 'too_old', { 'data[0].recorded_at': ['is before 1990-01-01T00:00:00Z, the oldest time accepted'] })
@@ -31,7 +31,7 @@ t.test('notes are merged in memory and written for every device by one statement
   t.equal((await database.sql`select count(*)::int as n from device_ingest_status`)[0]?.n, 0, 'nothing written before the flush')
   const statements: string[] = []
   const counting = new Proxy(database.sql, { apply: (target, self, args: unknown[]) => { statements.push(String(args[0])); return Reflect.apply(target, self, args) } })
-  const counted = new IngestStatusLog(counting, { intervalMs: 60_000 })
+  const counted = new IngestStatusLog({ db: database.db, sql: counting }, { intervalMs: 60_000 })
   counted.skipped(a, at(51), skipped(1))
   counted.skipped(b, at(51), skipped(2))
   await counted.flush()
@@ -59,21 +59,21 @@ t.test('the stored status stays bounded: 20 sensors, the latest first; the later
     rejectedMessages: rejection === null ? 0 : 1,
     lastRejection: rejection === null ? null : { at: at(second).toISOString(), reason: rejection, problems: {} }
   })
-  await mergeIngestStatus(database.sql, [delta(10, Array.from({ length: 15 }, (_, i) => 1000 + i), 'invalid')])
-  await mergeIngestStatus(database.sql, [delta(20, [2000, 2001, 1000, 'key'], null)])
+  await mergeIngestStatus(database, [delta(10, Array.from({ length: 15 }, (_, i) => 1000 + i), 'invalid')])
+  await mergeIngestStatus(database, [delta(20, [2000, 2001, 1000, 'key'], null)])
   // A process whose notes are older merges after a newer one: its rejection does not win.
-  await mergeIngestStatus(database.sql, [delta(5, [], 'too_old')])
+  await mergeIngestStatus(database, [delta(5, [], 'too_old')])
   const status = await statusOf(database, a)
   t.same(status?.unknown_sensors, [2000, 2001, 1000, 'key', ...Array.from({ length: 14 }, (_, i) => 1001 + i)], 'the new ones first, then the kept ones, each once')
   t.equal(status?.skipped, 19)
   t.equal(status?.rejected, 2)
   t.match(status?.last_rejection, { reason: 'invalid' })
   t.same(pgDate(status?.last_problem_at), at(20))
-  await mergeIngestStatus(database.sql, [delta(30, Array.from({ length: 30 }, (_, i) => 5000 + i), null)])
+  await mergeIngestStatus(database, [delta(30, Array.from({ length: 30 }, (_, i) => 5000 + i), null)])
   const full = await statusOf(database, a)
   t.same(full?.unknown_sensors, Array.from({ length: 20 }, (_, i) => 5000 + i), 'at most 20')
   await database.sql`delete from devices where id = ${a}`
-  await mergeIngestStatus(database.sql, [delta(40, [1], null)])
+  await mergeIngestStatus(database, [delta(40, [1], null)])
   t.equal((await database.sql`select count(*)::int as n from device_ingest_status`)[0]?.n, 0, 'a deleted device is left out, and its status went with it')
 })
 
@@ -88,7 +88,7 @@ t.test('a failed merge keeps its notes for the next one', async (t) => {
       return Reflect.apply(target, self, args)
     }
   })
-  const log = new IngestStatusLog(flaky, { intervalMs: 60_000, onError: (err) => { errors.push(err) } })
+  const log = new IngestStatusLog({ db: database.db, sql: flaky }, { intervalMs: 60_000, onError: (err) => { errors.push(err) } })
   log.rejected(a, at(1), 'invalid', { 'data[0].sensors[0].value': ['must be a finite number'] })
   await log.flush()
   t.equal(errors.length, 1)
@@ -101,7 +101,7 @@ t.test('a failed merge keeps its notes for the next one', async (t) => {
 t.test('notes flush by themselves after the interval, and a refusal keeps only its first problems, shortened', async (t) => {
   const database = await createTestDatabase(t)
   const [a = 0] = await devices(database, 1)
-  const log = new IngestStatusLog(database.sql, { intervalMs: 20 })
+  const log = new IngestStatusLog(database, { intervalMs: 20 })
   log.skipped(a, at(1), skipped(3))
   for (let i = 0; i < 100 && (await statusOf(database, a)) === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 20))
   t.match(await statusOf(database, a), { unknown_sensors: [3] })

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { dayOffsetTiers, loadEngine, postgresRunner, registerDayOffsets } from '@esp/db'
+import { dayOffsetTiers, loadEngine, postgresRunner, ReadingsWriter, registerDayOffsets } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { dayOffsetsOfZones, ingestReadings, inZone, parseRollup, parseTimeZone, ReadingsWriter, readingsHistory, referenceAggregate, rollupFunctions } from '@esp/domain'
+import { dayOffsetsOfZones, ingestReadings, inZone, parseRollup, parseTimeZone, readingsHistory, referenceAggregate, rollupFunctions } from '@esp/domain'
 import { answersInRuns, checkConformance, ZONES } from './conformance.js'
 
 /**

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream'
 import t, { type Test } from 'tap'
-import { loadEngine, postgresRunner, type Runner } from '@esp/db'
+import { loadEngine, postgresRunner, ReadingsWriter, type Runner } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { historyJson, ingestReadings, ReadingsWriter, readingsHistory } from '@esp/domain'
+import { historyJson, ingestReadings, readingsHistory } from '@esp/domain'
 
 /**
  * The bounds of a long answer (issue 35), on a real PostgreSQL: counted by the buckets that can

@@ -1,7 +1,6 @@
 import t from 'tap'
-import { loadEngine, postgresRunner, type ReadingRow } from '@esp/db'
+import { loadEngine, postgresRunner, type ReadingRow, ReadingsWriter } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
-import { ReadingsWriter } from '@esp/domain'
 
 t.test('group commit: concurrent writes share transactions, each learns its own result, first write wins', async (t) => {
   const database = await createTestDatabase(t)

@@ -2,10 +2,10 @@ import Fastify from 'fastify'
 import fc from 'fast-check'
 import t from 'tap'
 import { createDatabase } from '@esp/db'
-import { createTestDatabase } from '@esp/db/testing'
+import { createTestDatabase, makeDevice, makeUser } from '@esp/db/testing'
 import { AuthThrottle, DeviceTokenGuesses, MemoryThrottleStore, type ThrottleSettings } from '@esp/domain'
 import { buildServer } from '@esp/http'
-import { testHttpOptions } from '../../../../test/helpers/server.js'
+import { testHttpOptions } from '@esp/test-helpers/server'
 import { BROKER_AUTH_PATH, brokerAuthListener, brokerAuthRoutes } from '../../src/broker/cluster-auth.js'
 
 /**
@@ -24,16 +24,12 @@ t.test('who may connect, publish and subscribe through the cluster', async (t) =
   const pool = createDatabase(database.url, { max: 2 })
   t.teardown(async () => { await pool.close().catch(() => {}) })
   const guesses = new DeviceTokenGuesses(throttle, () => now)
-  await app.register(brokerAuthRoutes, { sql: pool.sql, throttle, guesses, now: () => new Date(now), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
+  await app.register(brokerAuthRoutes, { database: pool, throttle, guesses, now: () => new Date(now), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
   t.teardown(async () => { await app.close() })
 
-  const [owner] = await database.sql<{ id: number }[]>`
-    insert into users (username, email, forwarding_username, forwarding_token)
-    values ('relay', 'relay@example.org', 'relay-fwd', 'fwdtoken123') returning id`
-  await database.sql`
-    insert into devices (owner_id, name, device_token, state, archived_at) values
-      (${owner?.id ?? 0}, 'kit', 'ab12cd', 'never_published', null),
-      (${owner?.id ?? 0}, 'gone', 'dead01', 'never_published', now())`
+  const owner = await makeUser(database, { username: 'relay', email: 'relay@example.org', forwardingUsername: 'relay-fwd', forwardingToken: 'fwdtoken123' })
+  await makeDevice(database, { ownerId: owner.id, name: 'kit', token: 'ab12cd', state: 'never_published' })
+  await makeDevice(database, { ownerId: owner.id, name: 'gone', token: 'dead01', state: 'never_published', archivedAt: new Date() })
 
   const ask = async (what: string, query: Record<string, string>): Promise<string> => {
     const res = await app.inject({ method: 'GET', url: `${BROKER_AUTH_PATH}/${what}`, query })
@@ -113,11 +109,11 @@ t.test('generated checks: any query gets allow or deny, or a 400 in the one erro
   const throttle = new AuthThrottle(new MemoryThrottleStore(() => now), SMALL)
   // The platform's server: its error handler, validation and gates, as in production.
   const app = await buildServer(testHttpOptions)
-  await app.register(brokerAuthRoutes, { sql: database.sql, throttle, guesses: new DeviceTokenGuesses(throttle, () => now), now: () => new Date(now += 1000), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
+  await app.register(brokerAuthRoutes, { database, throttle, guesses: new DeviceTokenGuesses(throttle, () => now), now: () => new Date(now += 1000), log: app.log, deviceUser: 'device', internalUsers: new Set(['esp-ingest']) })
   await app.ready()
   t.teardown(async () => { await app.close() })
-  const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email, forwarding_username, forwarding_token) values ('gen', 'gen@example.org', 'gen-fwd', 'gentoken1') returning id`
-  await database.sql`insert into devices (owner_id, name, device_token, state) values (${owner?.id ?? 0}, 'kit', 'ab12cd', 'never_published')`
+  const owner = await makeUser(database, { username: 'gen', email: 'gen@example.org', forwardingUsername: 'gen-fwd', forwardingToken: 'gentoken1' })
+  await makeDevice(database, { ownerId: owner.id, name: 'kit', token: 'ab12cd', state: 'never_published' })
   const counts = async (): Promise<unknown> => (await database.sql`
     select (select count(*) from readings)::int as readings, (select count(*) from devices)::int as devices, (select count(*) from users)::int as users,
       (select max(last_seen_at) from devices) as seen`)[0]
@@ -154,7 +150,7 @@ t.test('the auth backend listens apart: not on the public port, only with the se
     host: '127.0.0.1',
     port: 0,
     secret,
-    sql: database.sql,
+    database,
     throttle,
     guesses: new DeviceTokenGuesses(throttle, () => now),
     now: () => new Date(now),
@@ -164,8 +160,8 @@ t.test('the auth backend listens apart: not on the public port, only with the se
   })
   await app.ready()
   t.teardown(async () => { await app.close() })
-  const [owner] = await database.sql<{ id: number }[]>`insert into users (username, email) values ('apart', 'apart@example.org') returning id`
-  await database.sql`insert into devices (owner_id, name, device_token, state) values (${owner?.id ?? 0}, 'kit', 'be11ed', 'never_published')`
+  const owner = await makeUser(database, { username: 'apart', email: 'apart@example.org' })
+  await makeDevice(database, { ownerId: owner.id, name: 'kit', token: 'be11ed', state: 'never_published' })
 
   const topic = `${BROKER_AUTH_PATH}/topic?username=device&vhost=%2F&resource=topic&name=amq.topic&permission=write&routing_key=device.sck.be11ed.readings&variable_map.client_id=be11ed`
   const publicAnswer = await app.inject({ url: topic })

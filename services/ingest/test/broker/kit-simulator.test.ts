@@ -1,8 +1,9 @@
 import t from 'tap'
 import { kitReading, simulateKits, type SimulatedReading } from '../../../../scripts/kit-simulator.js'
-import { bearer, signUp } from '../../../../test/helpers/api.js'
-import { collect, connectMqtt, subscribeGranted, until } from '../../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../../test/helpers/platform.js'
+import { bearer, signUp } from '@esp/test-helpers/api'
+import { collect, connectMqtt, subscribeGranted, until } from '@esp/test-helpers/mqtt'
+import { buildPlatform } from '@esp/test-helpers/platform'
+import { makeDevice } from '@esp/db/testing'
 
 const KITS = 4
 const CYCLES = 5
@@ -18,9 +19,8 @@ t.test('simulated kits publish as the firmware does; every reading appears throu
   const owner = await signUp(app)
   const kits: { id: number, token: string }[] = []
   for (let k = 0; k < KITS; k++) {
-    const id = await makeDevice(database, owner.id, { kitId: 26 })
     const token = (0x5e0000 + k).toString(16)
-    await database.sql`update devices set device_token = ${token} where id = ${id}`
+    const { id } = await makeDevice(database, { ownerId: owner.id, kitId: 26, token })
     kits.push({ id, token })
   }
   // A browser follows the live readings over WebSocket while the kits publish over TCP.

@@ -1,9 +1,10 @@
 import t, { type Test } from 'tap'
 import mqtt, { type IClientOptions } from 'mqtt'
 import type { ThrottleSettings } from '@esp/domain'
-import { bearer, signUp, signUpAs } from '../../../../test/helpers/api.js'
-import { connectMqtt, subscribeGranted, until } from '../../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../../test/helpers/platform.js'
+import { bearer, signUp, signUpAs } from '@esp/test-helpers/api'
+import { connectMqtt, subscribeGranted, until } from '@esp/test-helpers/mqtt'
+import { buildPlatform } from '@esp/test-helpers/platform'
+import { makeDevice } from '@esp/db/testing'
 
 // Issue 19: MQTT CONNECT with a user's secret counts with the HTTP failures of the same server.
 const SMALL: ThrottleSettings = { accountFailures: 3, addressFailures: 6, windowSeconds: 600, lockoutSeconds: 300, maxLockoutSeconds: 1200 }
@@ -55,7 +56,7 @@ t.test('forwarding credentials: the limit-th wrong token locks; the right one ge
 t.test('an access token as the password: bad ones count for the address, and HTTP and MQTT share the count', async (t) => {
   const harness = await platform(t)
   const user = await signUp(harness.app)
-  const device = await makeDevice(harness.database, user.id, { isPrivate: true })
+  const { id: device } = await makeDevice(harness.database, { ownerId: user.id, isPrivate: true, token: null })
   // Half the address's budget over MQTT, half over HTTP (inject comes from 127.0.0.1 as well).
   for (let i = 0; i < SMALL.addressFailures / 2; i++) {
     t.equal(await connack(harness.mqttUrl, { clientId: `forged${i}`, username: user.username, password: `eyJhbGciOiJIUzI1NiJ9.e30.forged${i}` }), 0, 'a bad token is not a user, and not refused')
@@ -75,8 +76,7 @@ t.test('an access token as the password: bad ones count for the address, and HTT
 t.test('devices are not users: while the address is locked they still connect and publish', async (t) => {
   const harness = await platform(t)
   const owner = await signUp(harness.app)
-  const id = await makeDevice(harness.database, owner.id, { mac: null })
-  await harness.database.sql`update devices set device_token = 'f1e2d3', kit_id = 26 where id = ${id}`
+  const { id } = await makeDevice(harness.database, { ownerId: owner.id, token: 'f1e2d3', kitId: 26 })
   for (let i = 0; i < SMALL.addressFailures; i++) t.equal((await harness.app.inject({ url: '/v0/me', headers: bearer(`forged.token.${i}`) })).statusCode, 401)
   t.equal(await connack(harness.mqttUrl, { clientId: 'x', username: owner.username, password: 'eyJhbGciOiJIUzI1NiJ9.e30.forged' }), 5, 'the address is locked')
   // The firmware (client id only), the 2016 prototype (placeholder user/password), a token as username.
@@ -105,8 +105,7 @@ const RAW = '{t:2026-11-25T11:00:00Z,55:21.5}'
 
 async function kitWithToken (harness: Awaited<ReturnType<typeof platform>>, token: string) {
   const owner = await signUp(harness.app)
-  const id = await makeDevice(harness.database, owner.id, { mac: null })
-  await harness.database.sql`update devices set device_token = ${token}, kit_id = 26 where id = ${id}`
+  const { id } = await makeDevice(harness.database, { ownerId: owner.id, token, kitId: 26 })
   const stored = async (): Promise<number> => Number((await harness.database.sql<{ n: number }[]>`select count(*)::int as n from readings where device_id = ${id}`)[0]?.n)
   return { owner, id, stored }
 }

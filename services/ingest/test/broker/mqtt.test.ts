@@ -1,18 +1,17 @@
+import type { Socket } from 'node:net'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { bearer, signUp, signUpAs } from '../../../../test/helpers/api.js'
-import { collect, connectMqtt, subscribeGranted, until } from '../../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../../test/helpers/platform.js'
+import { bearer, signUp, signUpAs } from '@esp/test-helpers/api'
+import { collect, connectMqtt, subscribeGranted, until } from '@esp/test-helpers/mqtt'
+import { buildPlatform } from '@esp/test-helpers/platform'
 // clients.md §1.6: the firmware's own payloads, replayed byte for byte.
-import { E1, E2, E3, E4, E5 } from '../../../../test/helpers/firmware-payloads.js'
+import { E1, E2, E3, E4, E5 } from '@esp/test-helpers/firmware-payloads'
 import type { Database } from '@esp/db'
+import { makeDevice } from '@esp/db/testing'
 
-let tokens = 0
 async function deviceWithToken (database: Database, ownerId: number, fields: { isPrivate?: boolean } = {}): Promise<{ id: number, token: string }> {
-  const id = await makeDevice(database, ownerId, { mac: null, ...fields })
-  const token = `${(0x3f9a00 + ++tokens).toString(16)}`
-  await database.sql`update devices set device_token = ${token}, kit_id = 26 where id = ${id}`
-  return { id, token }
+  const { id, token } = await makeDevice(database, { ownerId, kitId: 26, ...fields })
+  return { id, token: token ?? '' }
 }
 
 async function platform (t: Parameters<typeof buildPlatform>[0]): Promise<{ app: FastifyInstance, database: Database, mqttUrl: string, wsUrl: string, harness: Awaited<ReturnType<typeof buildPlatform>> }> {
@@ -159,6 +158,9 @@ t.test('backpressure: while the database is stuck the broker stops reading a fas
   const { app, database, mqttUrl } = await platform(t)
   const owner = await signUp(app)
   const device = await deviceWithToken(database, owner.id)
+  // The broker's end of the kit's connection: how much of what the kit sends it has read.
+  let connection: Socket | undefined
+  app.broker.on('client', (client) => { if (client.id === device.token) connection = client.conn as Socket })
   const kit = await connectMqtt(t, mqttUrl, { clientId: device.token })
   const total = 5000
   const start = Date.UTC(2026, 2, 1)
@@ -172,8 +174,20 @@ t.test('backpressure: while the database is stuck the broker stops reading a fas
   for (let i = 0; i < total; i++) {
     kit.publish(`device/sck/${device.token}/readings/raw`, `{t:${new Date(start + i * 60_000).toISOString().replace('.000', '')},55:${i}}`, { qos: 0 })
   }
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  // Until the broker has stopped reading the kit: messages wait for the database, and the bytes
+  // it has read of the kit's connection stay the same over ten polls (200 ms) although the kit
+  // wrote more. A broker that buffered would read on to the end meanwhile.
+  const written = (kit.stream as Socket).bytesWritten
+  let read = -1
+  let still = 0
+  await until(() => {
+    const now = connection?.bytesRead ?? 0
+    still = now === read ? still + 1 : 0
+    read = now
+    return app.mqttIngest.pending > 0 && still >= 10
+  }, 30_000, 'the broker to stop reading the kit while its messages wait for the database')
   t.ok(app.mqttIngest.pending > 0, 'messages wait for the database')
+  t.ok(read < written, `the broker stopped reading at ${read} of the ${written} bytes the kit wrote`)
   t.ok(peak < total / 2, `the broker took only what one socket read holds (${peak} of ${total}); the rest waits in the client and TCP`)
   await blocker`rollback`
   blocker.release()
@@ -204,8 +218,11 @@ t.test('live readings: public devices to anyone over TCP and WebSocket, private 
   t.equal(posted.statusCode, 200)
   await ownerSeen.waitFor(3)
   await anyoneSeen.waitFor(2)
-  await new Promise((resolve) => setTimeout(resolve, 200))
-  t.same(anyoneSeen.messages.map((m) => m.topic), [`devices/${publicDevice.id}/readings`, `devices/${publicDevice.id}/readings`], 'nothing of the private device')
+  // A last public reading marks the end: the broker writes to one connection in order, so had the
+  // private reading gone to this client, it would have come before the marker.
+  t.equal((await app.inject({ method: 'POST', url: `/v0/devices/${publicDevice.id}/readings`, headers: bearer(owner.token), payload: { data: [{ recorded_at: '2026-03-02T10:24:00Z', sensors: [{ id: 55, value: 3 }] }] } })).statusCode, 200)
+  await anyoneSeen.waitFor(3)
+  t.same(anyoneSeen.messages.map((m) => m.topic), [`devices/${publicDevice.id}/readings`, `devices/${publicDevice.id}/readings`, `devices/${publicDevice.id}/readings`], 'nothing of the private device')
   t.same(JSON.parse(anyoneSeen.messages[0]?.payload ?? ''), {
     device_id: publicDevice.id,
     data: [{ recorded_at: '2026-03-02T10:21:00Z', sensors: [{ id: 55, value: 23.41, raw_value: 23.41 }, { id: 56, value: 48.72, raw_value: 48.72 }] }]
@@ -243,8 +260,12 @@ t.test('live readings reach whoever still listens as others subscribe, unsubscri
   await publishReading()
   await lateSeen.waitFor(1)
   t.same(lateSeen.messages.map((m) => JSON.parse(m.payload).data[0].recorded_at), ['2026-03-02T10:03:00Z'], 'a new subscriber gets what is stored after its SUBACK')
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  t.equal(seen.messages.length, 2, 'nothing after unsubscribing')
+  // Subscribed again, the client gets the next reading: anything sent to it after it unsubscribed
+  // would have come before that one, on the same connection.
+  t.equal(await subscribeGranted(staying, `devices/${device.id}/readings`), 0)
+  await publishReading()
+  await seen.waitFor(3)
+  t.same(seen.messages.map((m) => JSON.parse(m.payload).data[0].recorded_at), ['2026-03-02T10:00:00Z', '2026-03-02T10:01:00Z', '2026-03-02T10:04:00Z'], 'nothing after unsubscribing')
 })
 
 t.test('forwarding: readings of a forwarding device reach its owner authenticated with the forwarding credentials', async (t) => {

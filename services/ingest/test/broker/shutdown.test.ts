@@ -1,9 +1,10 @@
 import net from 'node:net'
 import t from 'tap'
 import type { MqttClient } from 'mqtt'
-import { signUp } from '../../../../test/helpers/api.js'
-import { connectMqtt, until } from '../../../../test/helpers/mqtt.js'
-import { buildPlatform, makeDevice } from '../../../../test/helpers/platform.js'
+import { signUp } from '@esp/test-helpers/api'
+import { connectMqtt, until } from '@esp/test-helpers/mqtt'
+import { buildPlatform } from '@esp/test-helpers/platform'
+import { makeDevice } from '@esp/db/testing'
 
 const reading = (at: string, value: number): string => JSON.stringify({ data: [{ recorded_at: at, sensors: [{ id: 55, value }] }] })
 
@@ -32,9 +33,8 @@ t.test('close: a PUBLISH taken before it is stored and acknowledged; one sent af
   const mqttPort = app.mqttListening?.port ?? 0
   const owner = await signUp(app)
   const kits = await Promise.all(['tcp', 'ws'].map(async (transport, i) => {
-    const id = await makeDevice(database, owner.id)
     const token = `5d0${i}aa`
-    await database.sql`update devices set device_token = ${token} where id = ${id}`
+    const { id } = await makeDevice(database, { ownerId: owner.id, token })
     const url = transport === 'tcp' ? `mqtt://127.0.0.1:${mqttPort}` : `ws://127.0.0.1:${httpPort}/mqtt`
     return { id, token, transport, client: await connectMqtt(t, url, { clientId: token }) }
   }))

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildServer } from '@esp/http'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 t.test('reads carry an ETag, answer 304 to a client that has them, and are cached publicly only when anonymous', async (t) => {
   const app = await buildServer(testHttpOptions)

@@ -2,7 +2,7 @@ import t from 'tap'
 import { Type } from '@sinclair/typebox'
 import { buildServer, errorResponses } from '@esp/http'
 import { sharedSerializers } from '../src/serializers.js'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 t.test('the same response schema gets one serializer, whichever route and status ask for it', async (t) => {
   const factory = sharedSerializers()

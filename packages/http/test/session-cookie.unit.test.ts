@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildServer, cookieValue, fromTrustedOrigin, originOf } from '@esp/http'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 t.test('origins are compared as browsers write them', async (t) => {
   t.equal(originOf('https://Web.Example.org:443'), 'https://web.example.org', 'lower-case host, no default port')

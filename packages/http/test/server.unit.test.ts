@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { errors } from '@esp/domain'
 import { buildServer, errorResponses } from '@esp/http'
-import { testHttpOptions } from '../../../test/helpers/server.js'
+import { testHttpOptions } from '@esp/test-helpers/server'
 
 interface Tap { teardown: (fn: () => unknown) => void }
 
