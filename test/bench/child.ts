@@ -1,5 +1,5 @@
 import { readdirSync } from 'node:fs'
-import { HTTP_LINE, repoRoot, startProcess, startScriptArgs } from '../helpers/process.js'
+import { HTTP_LINE, repoRoot, startProcess, startScriptArgs } from '@esp/test-helpers/process'
 import type { BenchPlatform } from './setup.js'
 import { memoryOf, progress, round } from './stats.js'
 

@@ -1,6 +1,6 @@
 import { freePort } from '@esp/db'
-import { startProcess, type Started } from '../helpers/process.js'
-import { authBalancer, brokerAuthSecret, startRabbitCluster } from '../helpers/rabbitmq.js'
+import { startProcess, type Started } from '@esp/test-helpers/process'
+import { authBalancer, brokerAuthSecret, startRabbitCluster } from '@esp/test-helpers/rabbitmq'
 import { benchKits, publishAll, run, type Run, storedOf, valuesOf } from './mqtt.js'
 import type { BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { parquetMetadata } from 'hyparquet'
 import { copyOut, loadEngine, postgresRunner } from '@esp/db'
 import { PARQUET_ROW_GROUP } from '@esp/domain'
-import { HTTP_LINE, repoRoot, startProcess } from '../helpers/process.js'
+import { HTTP_LINE, repoRoot, startProcess } from '@esp/test-helpers/process'
 import { makeDevices, type BenchPlatform } from './setup.js'
 import { drain, httpGet, memoryOf, progress, resetPeak, round } from './stats.js'
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
-import { BODY_LIMIT, credentials, makeWorld, rawHttp } from '../helpers/fuzz-harness.js'
-import { MATCHERS, type Operation, operationOrder, readOperations, requestFor } from '../helpers/openapi-fuzz.js'
+import { BODY_LIMIT, credentials, makeWorld, rawHttp } from '@esp/test-helpers/fuzz-harness'
+import { MATCHERS, type Operation, operationOrder, readOperations, requestFor } from '@esp/test-helpers/openapi-fuzz'
 import { type Heap, startAllInOne, whileSampling } from './child.js'
 import type { BenchPlatform } from './setup.js'
 import { progress, round } from './stats.js'

@@ -105,13 +105,12 @@ export async function benchReads (p: BenchPlatform, quick: boolean): Promise<Rea
     return row
   })
   // The floor routes: the platform's own statements and presenters, with nothing around them.
-  const sql = p.database.sql
   const presenting = () => ({ viewer: null, baseUrl: 'http://bench', now: new Date() })
-  bare.get<{ Params: { id: string } }>('/floor/devices/:id', async (request) => presentDevice(await loadDevice(sql, request.params.id, null), presenting()))
+  bare.get<{ Params: { id: string } }>('/floor/devices/:id', async (request) => presentDevice(await loadDevice(p.database, request.params.id, null), presenting()))
   const pageQuery = compileListQuery(new URLSearchParams('per_page=25'), deviceService.deviceFilters, { admin: false })
   bare.get('/floor/devices', async () => presentDevices((await deviceService.listDevices(p.database, pageQuery, {}, null)).rows, presenting()))
   bare.get<{ Params: { id: string } }>('/floor/users/:id', async (request) => {
-    const { user, devices } = await deviceService.userWithDevices(sql, Number(request.params.id), null)
+    const { user, devices } = await deviceService.userWithDevices(p.database, Number(request.params.id), null)
     return presentUser(user, { viewer: null, baseUrl: 'http://bench', devices: presentDevices(devices, presenting()) })
   })
   await bare.listen({ port: 0, host: '127.0.0.1' })

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import { tmpdir } from 'node:os'
 import { apiService, type ApiDeps } from '@esp/api'
-import { createDatabase, type Database, loadEngine, postgresRunner } from '@esp/db'
-import { ingestReadings, ReadingsWriter, systemClock } from '@esp/domain'
+import { createDatabase, type Database, loadEngine, postgresRunner, ReadingsWriter } from '@esp/db'
+import { ingestReadings, systemClock } from '@esp/domain'
 import { buildServer } from '@esp/http'
-import { startStreamingPair } from '../helpers/pg-replica.js'
+import { startStreamingPair } from '@esp/test-helpers/pg-replica'
 import { percentile, progress, round, runScript } from './stats.js'
 
 interface Load { requests: number, failures: number, seconds: number, latencies: number[] }
@@ -103,7 +103,7 @@ export async function benchReplicas (quick: boolean): Promise<ReplicaFigures> {
         vendor: 'smartcitizen',
         versionGit: 'bench',
         ready: async () => null,
-        auth: { db: db.db, jwtSecret: 'bench-secret-bench-secret-bench-secret!!', clock: systemClock },
+        auth: { database: db, jwtSecret: 'bench-secret-bench-secret-bench-secret!!', clock: systemClock },
         rateLimit: { perMinute: 100_000_000 }
       })
       cleanups.push(async () => { await app.close() })

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { apiService } from '@esp/api'
-import { binaryReadings, ChangeFeed, createDatabase, type Database, dropDatabase, loadEngine, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
-import { ingestReadings, ReadingsWriter, systemClock } from '@esp/domain'
+import { binaryReadings, ChangeFeed, createDatabase, type Database, dropDatabase, loadEngine, migrateDatabase, postgresRunner, READINGS_COPY_TARGET, type ReadingRow, ReadingsWriter, seedCatalogue, startEmbeddedPostgres, ensureDatabase } from '@esp/db'
+import { ingestReadings, systemClock } from '@esp/domain'
 import { ensureExplorerBuilt, explorerDist } from '@esp/explorer'
 import { buildServer } from '@esp/http'
 import { exporterService } from '@esp/exporter'
@@ -50,8 +50,8 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
   }
   await migrateDatabase(url)
   const database = createDatabase(url, { max: 20, applicationName: 'esp-bench' })
-  await seedCatalogue(database.sql)
-  const changes = new ChangeFeed(database.sql)
+  await seedCatalogue(database)
+  const changes = new ChangeFeed(database)
   await changes.start()
   const jwtSecret = 'bench-secret-bench-secret-bench-secret!!'
   const app = await buildServer({
@@ -63,7 +63,7 @@ export async function startPlatform (externalUrl: string | undefined): Promise<B
     vendor: 'smartcitizen',
     versionGit: 'bench',
     ready: async () => null,
-    auth: { db: database.db, jwtSecret, clock: systemClock, changes },
+    auth: { database, jwtSecret, clock: systemClock, changes },
     // On, as in production, with a limit configured for the run: the reads case sends anonymous
     // traffic from one address far above the platform's default of 90 a minute.
     rateLimit: { perMinute: 100_000_000 }

@@ -35,7 +35,7 @@ export async function openPlatformDatabase (options: PlatformDatabaseOptions): P
   try {
     await migrateDatabase(url, { engine: options.engine })
     const database = createDatabase(url, { max: options.poolMax, applicationName: options.applicationName })
-    await seedCatalogue(database.sql)
+    await seedCatalogue(database)
     await registerDayOffsets(database.sql, options.dayOffsetsMs ?? [], options.log)
     const server = embedded
     return {

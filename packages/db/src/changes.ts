@@ -1,5 +1,5 @@
 import { sql as drizzleSql } from 'drizzle-orm'
-import type { Executor, Sql } from './client.js'
+import type { Executor, Handle, Sql } from './client.js'
 
 /**
  * The change feed: one PostgreSQL channel that every process LISTENs on, carrying `{ topic,
@@ -48,7 +48,11 @@ export class ChangeFeed {
   /** how many times the LISTEN was (re)established: each one reset every subscriber */
   resets = 0
 
-  constructor (private readonly sql: Sql, private readonly onError: (err: unknown) => void = () => {}) {}
+  private readonly sql: Sql
+
+  constructor (database: Pick<Handle, 'sql'>, private readonly onError: (err: unknown) => void = () => {}) {
+    this.sql = database.sql
+  }
 
   /** Adds a subscriber; the returned function removes it. */
   subscribe (topic: string, subscriber: ChangeSubscriber): () => void {

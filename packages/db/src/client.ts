@@ -149,9 +149,25 @@ export type Transaction = Handle
 export async function inTransaction<T> (handle: Pick<Handle, 'sql'>, work: (tx: Handle) => Promise<T>, mode = ''): Promise<T> {
   const parent = handle.sql
   return await parent.begin(mode, async (sql) => {
-    // drizzle reads the client's type parsers from `options`, which a postgres.js transaction
-    // lacks; it shares the pool's, where the database's own drizzle instance already set them.
-    const client = Object.assign(sql, { options: parent.options }) as unknown as Sql
-    return await work({ sql: client, db: drizzle(client, { schema, casing: 'snake_case' }) })
+    return await work(boundHandle(sql, parent))
   }) as T
+}
+
+/** A Handle over a transaction's (or savepoint's) own client, with the pool's type parsers. */
+function boundHandle (sql: postgres.TransactionSql, parent: Sql): Handle {
+  // drizzle reads the client's type parsers from `options`, which a postgres.js transaction
+  // lacks; it shares the pool's, where the database's own drizzle instance already set them.
+  const client = Object.assign(sql, { options: parent.options }) as unknown as Sql
+  return { sql: client, db: drizzle(client, { schema, casing: 'snake_case' }) }
+}
+
+/**
+ * Runs `work` in a savepoint of the transaction `tx`: a statement's error rolls back the
+ * savepoint alone, so the transaction stays usable. Only postgres.js's own savepoints do this: in
+ * a transaction it fails the whole transaction on any statement's error, caught or not.
+ */
+export async function inSavepoint<T> (tx: Handle, work: (sp: Handle) => Promise<T>): Promise<T> {
+  const parent = tx.sql as Sql & Partial<Pick<postgres.TransactionSql, 'savepoint'>>
+  if (parent.savepoint === undefined) throw new Error('a savepoint needs a transaction (inTransaction)')
+  return await parent.savepoint(async (sql) => await work(boundHandle(sql, parent))) as T
 }

@@ -8,14 +8,27 @@ export { freePort, portIsFree } from './free-port.js'
 export { concurrencyLimit, type ConcurrencyLimit } from './concurrency.js'
 export { CHANGES_CHANNEL, ChangeFeed, notifyChange, type ChangePayload, type ChangeSubscriber } from './changes.js'
 export { copyOut, type CopyOut } from './copy-out.js'
+export { CopyRows, RowBatch } from './copy-rows.js'
 export { PgCode, pgError, isPgCode, isDatabaseUnavailable, databaseUnavailableReason, databaseUnavailability, type Unavailability } from './pg-errors.js'
 export { defaultKitId } from './seed/catalogue-data.js'
 export { openPlatformDatabase, type PlatformDatabase, type PlatformDatabaseOptions } from './bootstrap.js'
 export * from './timeseries/index.js'
 export { COPY_BINARY_HEADER, COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32, timestampMsAt } from './copy-binary.js'
-export { deviceReads, type ComponentRecord, type DeviceReads, type DeviceReadRow, type LatestRecord, type ReadScope, type UserRecord, type VisibilitySql } from './queries/devices.js'
+export {
+  readDevice, readDevices, readDevicesOfOwners, readUserWithDevices, readDevicePage, activeDeviceRow, deviceAccessById, deviceAccessByTokens, legacyAddRow,
+  deviceFilters, listDeviceIds, tagsNamed, kitExists, insertDevice, takeOverMac, replaceDeviceTags, upsertPostprocessing, addKitComponents, updateDeviceRow,
+  setDeviceToken, archiveDeviceRow, lockDeviceRow, macAddressTaken, worldMapFingerprint, worldMapRows,
+  type ComponentRecord, type DeviceAccessRow, type DeviceListOptions, type DeviceReads, type DeviceReadRow, type DeviceRow, type DeviceValues, type LatestRecord,
+  type LegacyAddRow, type PostprocessingValues, type ReadScope, type UserRecord, type WorldMapDeviceRow, type WorldMapLatestRow
+} from './queries/devices.js'
+export { searchHits, searchTotal, type SearchHit, type SearchTerms } from './queries/search.js'
 export { mergeIngestStatus, MAX_UNKNOWN_SENSORS, type IngestRejection, type IngestStatusDelta, type IngestStatusRecord } from './queries/ingest-status.js'
-export { loadCatalogue, generationsReader, type CatalogueRows, type Generations, type MeasurementRow, type SensorRow, type KitRow, type TagRow, type TagSensorRow } from './queries/catalogue.js'
+export {
+  loadCatalogue, generationsReader, poolOf, measurementFilters, sensorFilters, kitFilters, tagFilters, tagSensorFilters, listMeasurements, listSensors, listKits, listTags,
+  listTagSensors, measurementById, sensorById, kitById, tagSensorById, findTagRow, measurementExists, sensorExists, insertSensor, updateSensor, insertMeasurement,
+  updateMeasurement, tagNameTaken, insertTag, updateTag, deleteTagRow, insertTagSensor, updateTagSensor, deleteTagSensorRow,
+  type CatalogueRows, type Generations, type MeasurementRow, type SensorRow, type KitRow, type TagRow, type TagSensorRow
+} from './queries/catalogue.js'
 export { withDeadline } from './deadline.js'
 export { trimOldest } from './bounded.js'
 export { ReadReplicas, parseLsn, databaseAddress, readUrls, type Replica, type ReplicaOptions, type ReplicaStatus } from './replicas.js'
@@ -27,3 +40,4 @@ export * from './queries/readings.js'
 export * from './queries/exports.js'
 export * from './queries/jobs.js'
 export * from './queries/broker.js'
+export { ping, poolGateOf, poolConnections } from './queries/health.js'

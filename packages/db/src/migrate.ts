@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { drizzle } from 'drizzle-orm/postgres-js'
 import { migrate } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import type { Sql } from './client.js'
+import type { Handle } from './client.js'
 
 export const migrationsFolder = fileURLToPath(new URL('../../../db/migrations', import.meta.url))
 
@@ -35,7 +35,7 @@ export function expectedMigrationCount (): number {
 }
 
 /** Ready means reachable and fully migrated (GET /health/ready). */
-export async function migrationStatus (sql: Sql): Promise<{ applied: number, expected: number }> {
+export async function migrationStatus ({ sql }: Pick<Handle, 'sql'>): Promise<{ applied: number, expected: number }> {
   const expected = expectedMigrationCount()
   const rows = await sql<{ n: number }[]>`
     select case when to_regclass('drizzle.__drizzle_migrations') is null then 0

@@ -1,11 +1,11 @@
-import type { Sql } from './client.js'
+import type { Handle } from './client.js'
 import { kits, measurements, sensors } from './seed/catalogue-data.js'
 
 /**
  * Seeds the real Smart Citizen catalogue. Rows keep their platform ids, because devices in the
  * field post those ids; existing rows are left as they are, so an admin's edits survive restarts.
  */
-export async function seedCatalogue (sql: Sql): Promise<void> {
+export async function seedCatalogue ({ sql }: Pick<Handle, 'sql'>): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`
       insert into measurements ${tx(measurements.map((m) => ({ id: m.id, name: m.name, description: m.description, definition: m.definition })))}

@@ -1,5 +1,4 @@
-import { type Generations, generationsReader, type Sql } from '@esp/db'
-import { oncePer } from './once-per.js'
+import { type Generations, generationsReader, type Handle, poolOf } from '@esp/db'
 
 interface Settle<T> { resolve: (value: T) => void, reject: (err: unknown) => void }
 
@@ -48,9 +47,16 @@ export class GenerationBarrier<T = number> {
   }
 }
 
+const barriers = new WeakMap<object, GenerationBarrier<Generations>>()
+
 /**
  * The generations of the credential cache and the reference data, read together by one barrier
  * per pool: a request with a token that reads the catalogue waits for one query, not two
- * (the second cache takes the first's answer, `current(notBefore)`).
+ * (the second cache takes the first's answer, `current(notBefore)`). Any handle of the pool finds it.
  */
-export const generations = oncePer((sql: Sql) => new GenerationBarrier<Generations>(generationsReader({ sql })))
+export function generations (h: Handle): GenerationBarrier<Generations> {
+  const pool = poolOf(h)
+  let barrier = barriers.get(pool)
+  if (barrier === undefined) barriers.set(pool, barrier = new GenerationBarrier<Generations>(generationsReader(h)))
+  return barrier
+}

@@ -1,4 +1,5 @@
-import type { JobExecutor, PayloadOf, QueueKey } from '@esp/jobs'
+import type { Handle } from '@esp/db'
+import type { PayloadOf, QueueKey } from '@esp/jobs'
 
-/** Enqueues a job in the caller's transaction (pg-boss in production, the same in tests). */
-export type JobSender = <K extends QueueKey>(tx: JobExecutor, key: K, payload: PayloadOf<K>) => Promise<void>
+/** Enqueues a job in the transaction of `tx` (or alone, given the pool): pg-boss in production, the same in tests. */
+export type JobSender = <K extends QueueKey>(tx: Handle, key: K, payload: PayloadOf<K>) => Promise<void>

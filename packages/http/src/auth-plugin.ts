@@ -1,7 +1,7 @@
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { ChangeFeed, Db } from '@esp/db'
+import type { ChangeFeed, Handle } from '@esp/db'
 import { AUTH_TOPIC, Authenticator, AuthThrottle, type Clock, CredentialCache, type CredentialCacheOptions, DEFAULT_CREDENTIAL_CACHE, DEFAULT_THROTTLE, errors, type ThrottleSettings, type TokenSigner, type Viewer } from '@esp/domain'
 import { createThrottleStore } from './auth-throttle.js'
 import { deviceCookieOf } from './device-cookie.js'
@@ -38,7 +38,8 @@ declare module 'fastify' {
 }
 
 export interface AuthOptions {
-  db: Db
+  /** the pool (a Database): tokens and Basic credentials are checked on it */
+  database: Handle
   jwtSecret: string
   clock: Clock
   /** limits on failed credential checks; the platform's defaults without them */
@@ -105,7 +106,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     now: () => options.clock().getTime()
   })
   app.decorate('authThrottle', throttle)
-  const authenticator = new Authenticator({ db: options.db, signer, now: options.clock, cache: new CredentialCache(options.cache ?? DEFAULT_CREDENTIAL_CACHE) })
+  const authenticator = new Authenticator({ database: options.database, signer, now: options.clock, cache: new CredentialCache(options.cache ?? DEFAULT_CREDENTIAL_CACHE) })
   app.decorate('authenticator', authenticator)
   if (options.changes !== undefined) {
     const unsubscribe = options.changes.subscribe(AUTH_TOPIC, authenticator.subscriber())

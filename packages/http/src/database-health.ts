@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { databaseUnavailability, databaseUnavailableReason, embeddedDatabaseStatus, POOL_GATE, type PoolGate, type Sql, withDeadline } from '@esp/db'
+import { databaseUnavailability, databaseUnavailableReason, embeddedDatabaseStatus, type Handle, ping, poolGateOf, type PoolGate, withDeadline } from '@esp/db'
 import { errors } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { PRESSURE_EXEMPT } from './pressure.js'
@@ -12,12 +12,6 @@ export interface DatabaseHealthOptions {
   probeTimeoutMs?: number
   /** told when the database goes away and when it is back (logs, metrics) */
   onChange?: (available: boolean, reason: string) => void
-}
-
-/** The pool's gate, on a pool createDatabase made (a plain postgres.js pool has none). */
-function poolGate (sql: Sql): PoolGate | undefined {
-  const gate: unknown = Reflect.get(sql, POOL_GATE)
-  return typeof gate === 'object' && gate !== null && 'refuse' in gate && 'admit' in gate && 'probe' in gate ? gate as PoolGate : undefined
 }
 
 /**
@@ -37,13 +31,14 @@ export class DatabaseHealth {
   private readonly probeTimeoutMs: number
   private readonly gate: PoolGate | undefined
   /** past the pool's gate: the probe must reach the database while everyone else is refused */
-  private readonly probeSql: Sql
+  private readonly probeHandle: Pick<Handle, 'sql'>
 
-  constructor (sql: Sql, private readonly options: DatabaseHealthOptions = {}) {
+  constructor (database: Pick<Handle, 'sql'>, private readonly options: DatabaseHealthOptions = {}) {
     this.probeIntervalMs = options.probeIntervalMs ?? 100
     this.probeTimeoutMs = options.probeTimeoutMs ?? 2000
-    this.gate = poolGate(sql)
-    this.probeSql = this.gate?.probe ?? sql
+    const { gate, probe } = poolGateOf(database)
+    this.gate = gate
+    this.probeHandle = probe
   }
 
   get available (): boolean { return this.down === null }
@@ -88,7 +83,7 @@ export class DatabaseHealth {
   /** One `select 1` within probeTimeoutMs: null when it answered, else what it failed with. */
   private async ask (): Promise<unknown> {
     try {
-      await withDeadline(this.probeSql`select 1`, this.probeTimeoutMs, () => { throw Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' }) })
+      await withDeadline(ping(this.probeHandle), this.probeTimeoutMs, () => { throw Object.assign(new Error('probe timed out'), { code: 'CONNECT_TIMEOUT' }) })
       return null
     } catch (err) {
       return err

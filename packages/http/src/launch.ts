@@ -58,11 +58,11 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
   let app: FastifyInstance | undefined
   // Logged through the server's logger once there is one; the first change can only come later.
   let log: ((available: boolean, reason: string) => void) | undefined
-  const databaseHealth = new DatabaseHealth(database.sql, { onChange: (available, reason) => { log?.(available, reason) } })
+  const databaseHealth = new DatabaseHealth(database, { onChange: (available, reason) => { log?.(available, reason) } })
   // One per process: caches subscribe to it (see packages/db/src/changes.ts).
-  const changes = new ChangeFeed(database.sql, (err) => { app?.log.warn({ err }, 'change feed') })
+  const changes = new ChangeFeed(database, (err) => { app?.log.warn({ err }, 'change feed') })
   // A write to the reference data anywhere reloads it here ahead of the next request.
-  changes.subscribe(CATALOGUE_TOPIC, referenceData(database.sql).subscriber((err) => { app?.log.warn({ err }, 'reference data reload') }))
+  changes.subscribe(CATALOGUE_TOPIC, referenceData(database).subscriber((err) => { app?.log.warn({ err }, 'reference data reload') }))
   try {
     const secret = await jwtSecret(config)
     app = await buildServer({
@@ -76,7 +76,7 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       vendor: config.API_VENDOR,
       versionGit: detectVersion(config.VERSION_GIT),
       auth: {
-        db: database.db,
+        database,
         jwtSecret: secret,
         clock: systemClock,
         redisUrl: config.REDIS_URL,
@@ -94,16 +94,16 @@ export async function launch<C extends LaunchConfig> (options: LaunchOptions<C>)
       rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL },
       uploadMaxBytes: config.UPLOAD_MAX_BYTES ?? 5 * 1024 * 1024,
       credentialedOrigins: config.CORS_ORIGINS === '' ? [] : config.CORS_ORIGINS.split(','),
-      metrics: { token: config.METRICS_TOKEN, pool: { sql: database.sql, max: config.DATABASE_POOL_MAX, applicationName } },
+      metrics: { token: config.METRICS_TOKEN, pool: { database, max: config.DATABASE_POOL_MAX, applicationName } },
       pressure: {
         maxEventLoopDelayMs: config.PRESSURE_MAX_EVENT_LOOP_DELAY_MS,
         maxDbWaitMs: config.PRESSURE_MAX_DB_WAIT_MS,
         retryAfterSeconds: config.PRESSURE_RETRY_AFTER_SECONDS,
-        sql: database.sql
+        database
       },
       databaseHealth,
       ready: async () => {
-        const status = await migrationStatus(database.sql)
+        const status = await migrationStatus(database)
         return status.applied >= status.expected ? null : `database not migrated: ${status.applied} of ${status.expected} migrations applied`
       }
     })

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { Type } from '@sinclair/typebox'
-import type { Sql } from '@esp/db'
+import { type Handle, poolConnections } from '@esp/db'
 import { errors, safeEqual } from '@esp/domain'
 import { errorResponses } from './error-body.js'
 import { sendError } from './error-handler.js'
@@ -59,7 +59,7 @@ export function createMetrics (onCollectError: (err: unknown) => void = () => {}
 
 /** The service's own pool: its size, and the label its connections carry in pg_stat_activity. */
 export interface PoolSource {
-  sql: Sql
+  database: Handle
   max: number
   applicationName: string
 }
@@ -107,14 +107,9 @@ export const metricsPlugin = fp(async (app: FastifyInstance, options: MetricsOpt
     new Gauge({ name: 'esp_db_pool_max', help: 'Connections this process may open to the database', registers }).set(pool.max)
     const connections = new Gauge({ name: 'esp_db_pool_connections', help: 'Open database connections of this process, by state (busy: running a query or in a transaction)', labelNames: ['state'], registers })
     metrics.onScrape(async () => {
-      // The connection that runs this query is one of the pool's, idle but for the scrape itself.
-      const [row] = await pool.sql<Array<{ busy: number, idle: number }>>`
-        select count(*) filter (where state is distinct from 'idle' and pid <> pg_backend_pid())::int as busy,
-               count(*) filter (where state = 'idle' or pid = pg_backend_pid())::int as idle
-          from pg_stat_activity
-         where application_name = ${pool.applicationName} and datname = current_database()`
-      connections.set({ state: 'busy' }, row?.busy ?? 0)
-      connections.set({ state: 'idle' }, row?.idle ?? 0)
+      const { busy, idle } = await poolConnections(pool.database, pool.applicationName)
+      connections.set({ state: 'busy' }, busy)
+      connections.set({ state: 'idle' }, idle)
     })
   }
 }, { name: 'esp-metrics' })

@@ -2,7 +2,7 @@ import underPressure from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import { Gauge } from 'prom-client'
-import { type Sql, withDeadline } from '@esp/db'
+import { type Handle, ping, withDeadline } from '@esp/db'
 import { ApiError } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { METRICS_PATH } from './metrics.js'
@@ -15,7 +15,7 @@ export interface PressureOptions {
   maxDbWaitMs: number
   retryAfterSeconds: number
   /** the pool the probe goes through; without it only the event loop is watched */
-  sql?: Sql | undefined
+  database?: Handle | undefined
   /** how often the event loop is sampled and the pool probed (1000 ms unless a test needs it faster) */
   sampleIntervalMs?: number
   /** an unavailable database is its business (a true 503 at once), not a saturated pool */
@@ -31,7 +31,7 @@ export const PRESSURE_EXEMPT = new Set(['/health/live', METRICS_PATH])
  * one probe is out at once, so a saturated pool is not fed more probes; one that has not come
  * back by the deadline counts as saturated until it does.
  */
-export function poolProbe (sql: Sql, maxWaitMs: number, health?: DatabaseHealth): { healthy: () => Promise<boolean>, lastSeconds: () => number } {
+export function poolProbe (database: Handle, maxWaitMs: number, health?: DatabaseHealth): { healthy: () => Promise<boolean>, lastSeconds: () => number } {
   let pending: Promise<number> | undefined
   let last = 0
   return {
@@ -42,7 +42,7 @@ export function poolProbe (sql: Sql, maxWaitMs: number, health?: DatabaseHealth)
         const started = performance.now()
         // A failed probe on an unreachable database turns it over to the health (which says so);
         // any other failure counts as saturation.
-        pending = sql`select 1`.then(() => (performance.now() - started) / 1000, (err: unknown) => health?.note(err) === true ? 0 : Number.POSITIVE_INFINITY)
+        pending = ping(database).then(() => (performance.now() - started) / 1000, (err: unknown) => health?.note(err) === true ? 0 : Number.POSITIVE_INFINITY)
           .then((seconds) => { last = seconds; return seconds })
           .finally(() => { pending = undefined })
       }
@@ -67,7 +67,7 @@ const REASONS: Record<string, string> = {
  * shape, instead of queueing without bound behind the ones already in flight.
  */
 export const pressurePlugin = fp(async (app: FastifyInstance, options: PressureOptions) => {
-  const probe = options.sql !== undefined && options.maxDbWaitMs > 0 ? poolProbe(options.sql, options.maxDbWaitMs, options.health) : undefined
+  const probe = options.database !== undefined && options.maxDbWaitMs > 0 ? poolProbe(options.database, options.maxDbWaitMs, options.health) : undefined
   if (probe !== undefined && app.hasDecorator('metrics')) {
     new Gauge({ name: 'esp_db_pool_probe_seconds', help: 'Time the last pressure probe query took to get a pool connection and answer', registers: [app.metrics.registry], collect () { this.set(probe.lastSeconds()) } })
   }

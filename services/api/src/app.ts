@@ -61,17 +61,17 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
   // The api only produces jobs: no maintenance loops here; the exporter runs those.
   const boss = createBoss({ url: deps.database.url, producerOnly: true, max: 2, onError: (err) => { app.log.error({ err, component: 'jobs' }, 'job queue error') } })
   await boss.start()
-  await ensureQueues(boss, deps.database.sql)
+  await ensureQueues(boss, deps.database)
   app.addHook('onClose', async () => { await boss.stop({ graceful: false, wait: true }) })
 
-  if (deps.admin !== undefined) await ensureAdmin(deps.database.db, deps.admin)
+  if (deps.admin !== undefined) await ensureAdmin(deps.database, deps.admin)
 
   const ctx: ApiContext = {
     database: deps.database,
-    history: historyRunner(deps.database.sql),
+    history: historyRunner(deps.database),
     send: async (tx, key, payload) => { await sendJob(boss, tx, key, payload) },
     clock: deps.clock ?? systemClock,
-    worldMap: new WorldMap(deps.database.sql, deps.clock ?? systemClock),
+    worldMap: new WorldMap(deps.database, deps.clock ?? systemClock),
     uploads: new UploadStore(path.join(path.resolve(deps.dataDir), 'uploads')),
     settings: {
       accessTokenTtlSeconds: deps.accessTokenTtlSeconds,

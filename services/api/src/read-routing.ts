@@ -105,8 +105,8 @@ export async function installReadRouting (app: FastifyInstance, options: ReadRou
   })
   const sources = new Map<Replica, DataSource>(replicas.list.map((replica) => [replica, {
     database: replica.database,
-    history: historyRunner(replica.database.sql),
-    worldMap: new WorldMap(replica.database.sql, options.clock),
+    history: historyRunner(replica.database),
+    worldMap: new WorldMap(replica.database, options.clock),
     replica
   }]))
   app.addHook('onClose', async () => { await replicas.close() })

@@ -1,8 +1,8 @@
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { archiveDir, type Clock, deliverPasswordReset, type JobSender, ReadingsWriter, systemClock } from '@esp/domain'
+import { type Database, migratedEngine, ReadingsWriter } from '@esp/db'
+import { archiveDir, type Clock, deliverPasswordReset, type JobSender, systemClock } from '@esp/domain'
 import { createBoss, createMailer, type CsvArchivePayload, type CsvImportPayload, ensureQueues, type MailPayload, type PasswordResetPayload, type PgBoss, queues, sendJob } from '@esp/jobs'
 import { handleCsvArchive } from './jobs/csv-archive.js'
 import { handleCsvImport } from './jobs/csv-import.js'
@@ -53,9 +53,9 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
   })
   const boss = createBoss({ url: deps.database.url, onError: (err) => { log.error({ err }, 'job queue error') } })
   await boss.start()
-  await ensureQueues(boss, deps.database.sql)
+  await ensureQueues(boss, deps.database)
   const send: JobSender = async (tx, key, payload) => { await sendJob(boss, tx, key, payload) }
-  const engine = await loadEngine(postgresRunner(deps.database.sql))
+  const engine = await migratedEngine(deps.database)
   const archives = archiveDir(deps.dataDir)
   const scheduled: ScheduledDeps = {
     database: deps.database,
@@ -103,7 +103,7 @@ export const exporterService = fp(async (app: FastifyInstance, deps: ExporterDep
     if (deps.schedules !== false) await boss.schedule(queues[key].name, SCHEDULES[key], {}, { tz: 'UTC' })
   }
   app.decorate('boss', boss)
-  jobMetrics(app, boss)
+  jobMetrics(app, deps.database)
   app.addHook('onClose', async () => {
     await boss.stop({ graceful: true, wait: true, timeout: 10_000 })
     mailer.close()

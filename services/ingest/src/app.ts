@@ -1,8 +1,8 @@
 import { hostname } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { type Database, loadEngine, postgresRunner } from '@esp/db'
-import { AuthThrottle, type Clock, DEFAULT_THROTTLE, DeviceTokenGuesses, type IngestContext, IngestStatusLog, MemoryThrottleStore, MessageIngest, OLDEST_READING, ReadingsWriter, systemClock } from '@esp/domain'
+import { type Database, openReadingsWriter } from '@esp/db'
+import { AuthThrottle, type Clock, DEFAULT_THROTTLE, DeviceTokenGuesses, type IngestContext, IngestStatusLog, MemoryThrottleStore, MessageIngest, OLDEST_READING, systemClock } from '@esp/domain'
 import { brokerPlugin, type MqttListenOptions } from './broker/broker-plugin.js'
 import { newStats, type MqttStats } from './broker/device-messages.js'
 import { clusterBrokerPlugin } from './broker/cluster.js'
@@ -67,10 +67,9 @@ declare module 'fastify' {
  */
 export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) => {
   const clock = deps.clock ?? systemClock
-  const engine = await loadEngine(postgresRunner(deps.database.sql))
   // Partitions for the coming months exist before any device needs them (native engine).
   const now = clock().getTime()
-  await engine.prepare(postgresRunner(deps.database.sql), [0, 1, 2, 3].map((m) => new Date(now + m * 31 * 24 * 3600 * 1000)))
+  const writer = await openReadingsWriter(deps.database, [0, 1, 2, 3].map((m) => new Date(now + m * 31 * 24 * 3600 * 1000)))
   // The feed publishes through whichever broker is registered below.
   let publish: Publish = () => {}
   const embedded = deps.externalBroker === undefined && deps.brokerCluster === undefined
@@ -80,7 +79,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   app.decorate('mqttStats', stats)
   const countStored = ingestMetrics(app, stats, () => messages.ingest)
   const statusLog = app.log.child({ component: 'ingest-status' })
-  const status = new IngestStatusLog(deps.database.sql, {
+  const status = new IngestStatusLog(deps.database, {
     intervalMs: deps.statusIntervalMs ?? 5000,
     onError: (err) => { statusLog.warn({ err }, 'ingest status not written; kept for the next try') }
   })
@@ -89,7 +88,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
   app.addHook('onClose', async () => { await status.flush() })
   const ingest: IngestContext = {
     database: deps.database,
-    writer: new ReadingsWriter(deps.database, engine),
+    writer,
     now: clock,
     // The one setting of the time bounds, for every path: HTTP, MQTT (raw and JSON) and /add.
     limits: { maxValues: deps.maxValues, maxFutureMs: deps.maxFutureSeconds * 1000, minTime: OLDEST_READING },
@@ -97,7 +96,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
     status
   }
   const messages = {
-    sql: deps.database.sql,
+    database: deps.database,
     ingest: new MessageIngest(ingest),
     now: clock,
     stats,
@@ -121,7 +120,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
       host: cluster.auth?.host ?? '127.0.0.1',
       port: cluster.auth?.port ?? 3001,
       secret: cluster.auth?.secret,
-      sql: deps.database.sql,
+      database: deps.database,
       throttle,
       guesses,
       now: clock,
@@ -135,8 +134,7 @@ export const ingestService = fp(async (app: FastifyInstance, deps: IngestDeps) =
       listen: deps.mqtt,
       subscribers,
       access: {
-        db: deps.database.db,
-        sql: deps.database.sql,
+        database: deps.database,
         authenticator,
         // The server's throttle, so HTTP and MQTT failures count together; a server without auth
         // (tests of the broker alone) still counts forwarding credentials.

@@ -1,8 +1,12 @@
-import { getTableColumns } from 'drizzle-orm'
+import { and, eq, getTableColumns, inArray, isNull, ne, sql as drizzleSql, type SQL } from 'drizzle-orm'
 import { toSnakeCase } from 'drizzle-orm/casing'
-import type { Sql } from '../client.js'
+import { type Handle, inSavepoint } from '../client.js'
+import { kits, kitSensors, tags } from '../schema/catalogue.js'
+import { components, devices, deviceTags, postprocessings } from '../schema/devices.js'
 import { users } from '../schema/users.js'
 import type { IngestStatusRecord } from './ingest-status.js'
+import { type FilterSpec, type ListQuery, listOrder, listPage, listWhere } from './lists.js'
+import { visibleDrizzle, visibleText, type Visibility } from './visibility.js'
 
 /*
  * The read statements of devices: a device and everything its representation shows (owner, the
@@ -13,8 +17,8 @@ import type { IngestStatusRecord } from './ingest-status.js'
  * the database did on these paths.
  *
  * Parameters shared by every statement: $2 the viewer's user id (or null), $3 whether the viewer
- * is an admin, $4 whether sensors and their values are wanted. The visibility rule itself is the
- * domain's (device-access.ts), handed in as SQL text over $2 and $3.
+ * is an admin, $4 whether sensors and their values are wanted. The visibility rule is the text of
+ * visibility.ts over $2 and $3.
  *
  * Every parameter is read through a subquery (`(select $4::bool)`), which the planner cannot fold
  * into a constant. With bare parameters each custom plan looked cheaper than the generic one (an
@@ -112,9 +116,6 @@ export interface DeviceReadRow {
   components: ComponentRecord[] | null
   catalogueGeneration: number
 }
-
-/** `visible(alias)`: the domain's visibility rule over a devices row of that alias, in $2 and $3. */
-export type VisibilitySql = (alias: string) => string
 
 /**
  * The columns of a DeviceReadRow over `d`, joined to `sib` (see `siblings`); `ownerIds` is the
@@ -223,23 +224,23 @@ function asRecords (rows: Raw[]): DeviceReadRow[] {
 }
 
 /** Who reads: the visibility rule's parameters and whether sensors are wanted. */
-export interface ReadScope { viewerId: number | null, admin: boolean, withData: boolean }
+export interface ReadScope extends Visibility { withData: boolean }
 
 export interface DeviceReads {
   /** The active device with this id, whoever may see it (the caller checks access), or undefined. */
-  byId: (sql: Sql, id: number, scope: ReadScope) => Promise<DeviceReadRow | undefined>
+  byId: (h: Handle, id: number, scope: ReadScope) => Promise<DeviceReadRow | undefined>
   /** Active devices by id, in the order given; those the scope may not see are left out. */
-  byIds: (sql: Sql, ids: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
+  byIds: (h: Handle, ids: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
   /** The active devices of these owners that the scope may see, by id. */
-  ofOwners: (sql: Sql, ownerIds: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
+  ofOwners: (h: Handle, ownerIds: number[], scope: ReadScope) => Promise<DeviceReadRow[]>
   /** An active user (undefined when there is none) and their devices that the scope may see, by id. */
-  ofUser: (sql: Sql, userId: number, scope: ReadScope) => Promise<{ user: UserRecord | undefined, rows: DeviceReadRow[] }>
+  ofUser: (h: Handle, userId: number, scope: ReadScope) => Promise<{ user: UserRecord | undefined, rows: DeviceReadRow[] }>
   /** A page of the active devices the scope may see, by id, and how many there are in all. */
-  page: (sql: Sql, page: { limit: number, offset: number }, scope: ReadScope) => Promise<{ rows: DeviceReadRow[], total: number }>
+  page: (h: Handle, page: { limit: number, offset: number }, scope: ReadScope) => Promise<{ rows: DeviceReadRow[], total: number }>
 }
 
-/** The statements, their text made once with the domain's visibility rule. */
-export function deviceReads (visible: VisibilitySql): DeviceReads {
+/** The statements, their text made once with the privacy rule's text (visibility.ts). */
+function readStatements (visible: (alias: string) => string): DeviceReads {
   const listSelect = selectList("case when row_number() over (partition by d.owner_id) = 1 then coalesce(sib.ids, '[]') end")
   // The ids of each owner's devices, once per owner: every device of a page lists them, and
   // aggregating them again for each row was most of a page's time when one owner has many.
@@ -276,29 +277,298 @@ export function deviceReads (visible: VisibilitySql): DeviceReads {
     left join (select ${listSelect} from wanted join ${from} on d.id = wanted.id) x on true order by x.id`
   const params = (key: unknown, scope: ReadScope): Array<number | boolean | null | number[]> =>
     [key as number, scope.viewerId, scope.admin, scope.withData]
-  const run = async (sql: Sql, text: string, values: unknown[]): Promise<Raw[]> =>
-    await sql.unsafe<Raw[]>(text, values as never[], { prepare: true })
+  const run = async (h: Handle, text: string, values: unknown[]): Promise<Raw[]> =>
+    await h.sql.unsafe<Raw[]>(text, values as never[], { prepare: true })
   return {
-    byId: async (sql, id, scope) => {
-      const [row] = await run(sql, byId, params(id, scope))
+    byId: async (h, id, scope) => {
+      const [row] = await run(h, byId, params(id, scope))
       return row === undefined ? undefined : asRecord(row)
     },
-    byIds: async (sql, ids, scope) => ids.length === 0 ? [] : asRecords(await run(sql, byIds, params(ids, scope))),
-    ofOwners: async (sql, ownerIds, scope) => {
+    byIds: async (h, ids, scope) => ids.length === 0 ? [] : asRecords(await run(h, byIds, params(ids, scope))),
+    ofOwners: async (h, ownerIds, scope) => {
       if (ownerIds.length === 0) return []
       const [only] = ownerIds
-      return asRecords(ownerIds.length === 1 ? await run(sql, ofOwner, params(only, scope)) : await run(sql, ofOwners, params(ownerIds, scope)))
+      return asRecords(ownerIds.length === 1 ? await run(h, ofOwner, params(only, scope)) : await run(h, ofOwners, params(ownerIds, scope)))
     },
-    ofUser: async (sql, userId, scope) => {
-      const rows = await run(sql, ofUser, params(userId, scope))
+    ofUser: async (h, userId, scope) => {
+      const rows = await run(h, ofUser, params(userId, scope))
       const user = rows[0]?.user as Raw | null | undefined
       // The user's column goes before the rows become devices, on this statement's rows alone.
       const devices = rows.flatMap(({ user: _user, ...row }) => row.id === null ? [] : [row])
       return { user: user === null || user === undefined ? undefined : asUser(user), rows: asRecords(devices) }
     },
-    page: async (sql, { limit, offset }, scope) => {
-      const rows = await run(sql, page, [...params(limit, scope), offset])
+    page: async (h, { limit, offset }, scope) => {
+      const rows = await run(h, page, [...params(limit, scope), offset])
       return { rows: asRecords(rows.filter((r) => r.id !== null)), total: Number(rows[0]?.total ?? 0) }
     }
   }
+}
+
+const statements = readStatements(visibleText)
+
+/** The active device with this id, whoever may see it (the caller checks access), or undefined. */
+export const readDevice = statements.byId
+/** Active devices by id, in the order given; those the scope may not see are left out. */
+export const readDevices = statements.byIds
+/** The active devices of these owners that the scope may see, by id. */
+export const readDevicesOfOwners = statements.ofOwners
+/** An active user (undefined when there is none) and their devices that the scope may see, by id. */
+export const readUserWithDevices = statements.ofUser
+/** A page of the active devices the scope may see, by id, and how many there are in all. */
+export const readDevicePage = statements.page
+
+// ---------------------------------------------------------------- rows and access
+
+export type DeviceRow = typeof devices.$inferSelect
+/** What a write sets on a device's row. */
+export type DeviceValues = Partial<typeof devices.$inferInsert>
+
+/** The full row of an active device, or undefined. */
+export async function activeDeviceRow (h: Handle, id: number): Promise<DeviceRow | undefined> {
+  const [row] = await h.db.select().from(devices).where(and(eq(devices.id, id), isNull(devices.archivedAt))).limit(1)
+  return row
+}
+
+/** What the reading paths need of an active device: who may see or write it, its kit, where its readings go. */
+export interface DeviceAccessRow { id: number, owner_id: number, is_private: boolean, kit_id: number | null, forwarding_token: string | null, device_token: string | null }
+
+/**
+ * Active devices by id or by MQTT token, in one prepared query: these are the hot paths, so they
+ * skip the full row and the query builder. Exactly one of the keys is given.
+ */
+async function accessRows (h: Handle, by: { id: number } | { tokens: string[] }): Promise<DeviceAccessRow[]> {
+  const { sql } = h
+  const where = 'id' in by ? sql`d.id = ${by.id}` : sql`d.device_token = any(${by.tokens}::text[])`
+  return await sql<DeviceAccessRow[]>`
+    select d.id, d.owner_id, d.is_private, d.kit_id, d.device_token,
+      case when d.enable_forwarding then u.forwarding_token end as forwarding_token
+    from devices d join users u on u.id = d.owner_id
+    where d.archived_at is null and ${where}`
+}
+
+/** The access row of the active device with this id, or undefined. */
+export const deviceAccessById = async (h: Handle, id: number): Promise<DeviceAccessRow | undefined> => (await accessRows(h, { id }))[0]
+
+/** The access rows of the active devices holding these tokens (matched exactly). */
+export const deviceAccessByTokens = async (h: Handle, tokens: string[]): Promise<DeviceAccessRow[]> =>
+  tokens.length === 0 ? [] : await accessRows(h, { tokens })
+
+/** An access row with the owner's `legacy_api_key`, for the older `/add`. */
+export interface LegacyAddRow { id: number, owner_id: number, is_private: boolean, kit_id: number | null, forwarding_token: string | null, legacy_api_key: string | null }
+
+/** The newest active device with this MAC address whose kit has one of these slugs, or undefined. */
+export async function legacyAddRow (h: Handle, mac: string, kitSlugs: readonly string[]): Promise<LegacyAddRow | undefined> {
+  const [row] = await h.sql<LegacyAddRow[]>`
+    select d.id, d.owner_id, d.is_private, d.kit_id, u.legacy_api_key,
+      case when d.enable_forwarding then u.forwarding_token end as forwarding_token
+    from devices d join users u on u.id = d.owner_id join kits k on k.id = d.kit_id
+    where d.archived_at is null and d.mac_address = ${mac}::macaddr and k.slug = any(${[...kitSlugs]}::text[])
+    order by d.id desc limit 1`
+  return row
+}
+
+// ---------------------------------------------------------------- the list
+
+const tagExists = (condition: SQL): SQL =>
+  drizzleSql`exists (select 1 from ${deviceTags} join ${tags} on ${tags.id} = ${deviceTags.tagId} where ${deviceTags.deviceId} = ${devices.id} and ${condition})`
+
+/** Contract: Filtering (devices), older-form keys too; secrets and admin columns for admins only. */
+export const deviceFilters: FilterSpec = {
+  id: { column: devices.id, type: 'integer' },
+  uuid: { column: devices.uuid, type: 'uuid' },
+  name: { column: devices.name, type: 'text' },
+  description: { column: devices.description, type: 'text' },
+  owner_id: { column: devices.ownerId, type: 'integer' },
+  owner_username: { column: drizzleSql`(select ${users.username} from ${users} where ${users.id} = ${devices.ownerId})`, type: 'text' },
+  created_at: { column: devices.createdAt, type: 'timestamp' },
+  updated_at: { column: devices.updatedAt, type: 'timestamp' },
+  last_recorded_at: { column: devices.lastReadingAt, type: 'timestamp' },
+  last_reading_at: { column: devices.lastReadingAt, type: 'timestamp' },
+  state: { column: devices.state, type: 'text' },
+  exposure: { column: devices.exposure, type: 'text' },
+  kit_id: { column: devices.kitId, type: 'integer' },
+  geohash: { column: devices.geohash, type: 'text' },
+  city: { column: devices.city, type: 'text' },
+  country_code: { column: devices.countryCode, type: 'text' },
+  tag_name: { column: tags.name, type: 'text', wrap: tagExists },
+  tags_name: { column: tags.name, type: 'text', wrap: tagExists },
+  postprocessing_id: { column: drizzleSql`(select ${postprocessings.id} from ${postprocessings} where ${postprocessings.deviceId} = ${devices.id})`, type: 'integer' },
+  mac_address: { column: drizzleSql`${devices.macAddress}::text`, type: 'text', adminOnly: true },
+  token: { column: devices.deviceToken, type: 'text', adminOnly: true },
+  device_token: { column: devices.deviceToken, type: 'text', adminOnly: true },
+  is_private: { column: devices.isPrivate, type: 'boolean', adminOnly: true },
+  is_test: { column: devices.isTest, type: 'boolean', adminOnly: true }
+}
+
+/** Great-circle distance in km from a point, in SQL: `near` orders by it (behaviour.md §5.4). */
+function distanceKm (lat: number, lng: number): SQL {
+  return drizzleSql`(6371 * 2 * asin(sqrt(power(sin(radians(${devices.latitude} - ${lat}::float8) / 2), 2)
+    + cos(radians(${lat}::float8)) * cos(radians(${devices.latitude})) * power(sin(radians(${devices.longitude} - ${lng}::float8) / 2), 2))))`
+}
+
+export interface DeviceListOptions {
+  /** devices with any of these tags */
+  withTags: string[]
+  /** nearest first, within `within` km of the point */
+  near?: { latitude: number, longitude: number, within: number } | undefined
+}
+
+/** The ids of a page of the active devices the viewer may see, filtered and sorted, and the total. */
+export async function listDeviceIds (h: Handle, query: ListQuery, options: DeviceListOptions, v: Visibility): Promise<{ ids: number[], total: number }> {
+  // The filters' conditions are in the scope and again in listPage's own: the statement as it was.
+  const conditions: Array<SQL | undefined> = [isNull(devices.archivedAt), visibleDrizzle({ isPrivate: devices.isPrivate, ownerId: devices.ownerId }, v), listWhere(deviceFilters, query.filters)]
+  let order: SQL[] | undefined
+  if (options.withTags.length > 0) conditions.push(tagExists(inArray(tags.name, options.withTags)))
+  if (options.near !== undefined) {
+    const distance = distanceKm(options.near.latitude, options.near.longitude)
+    conditions.push(drizzleSql`${devices.latitude} is not null and ${distance} <= ${options.near.within}`)
+    order = [drizzleSql`${distance} asc`, ...listOrder(deviceFilters, query.sort)]
+  }
+  const { rows, total } = await listPage(h, devices, deviceFilters, query, devices.id, and(...conditions), order, { id: devices.id })
+  return { ids: rows.map((r) => r.id), total }
+}
+
+// ---------------------------------------------------------------- writes
+
+/** The ids of the tags with these names, with their names. */
+export async function tagsNamed (h: Handle, names: string[]): Promise<Array<{ id: number, name: string }>> {
+  return await h.db.select({ id: tags.id, name: tags.name }).from(tags).where(inArray(tags.name, names))
+}
+
+/** Whether a kit with this id exists. */
+export async function kitExists (h: Handle, kitId: number): Promise<boolean> {
+  const [kit] = await h.db.select({ id: kits.id }).from(kits).where(eq(kits.id, kitId)).limit(1)
+  return kit !== undefined
+}
+
+/**
+ * Inserts a device in a savepoint of its own (in a transaction): a clash of its token rolls back
+ * the savepoint alone, so the transaction stays usable for the next try.
+ */
+export async function insertDevice (tx: Handle, values: typeof devices.$inferInsert): Promise<DeviceRow | undefined> {
+  return await inSavepoint(tx, async (sp) => (await sp.db.insert(devices).values(values).returning())[0])
+}
+
+/**
+ * MAC takeover (behaviour.md §5.3): every other device holding the MAC, archived ones too, moves
+ * it to old_mac_address.
+ */
+export async function takeOverMac (h: Handle, mac: string, exceptId: number, now: Date): Promise<void> {
+  await h.db.update(devices)
+    .set({ oldMacAddress: mac, macAddress: null, updatedAt: now, state: drizzleSql`case when ${devices.state} = 'never_published' then 'not_configured' else ${devices.state} end` })
+    .where(and(eq(devices.macAddress, mac), ne(devices.id, exceptId)))
+}
+
+/** The device's tags become exactly these. */
+export async function replaceDeviceTags (h: Handle, deviceId: number, tagIds: number[]): Promise<void> {
+  await h.db.delete(deviceTags).where(eq(deviceTags.deviceId, deviceId))
+  if (tagIds.length > 0) await h.db.insert(deviceTags).values(tagIds.map((tagId) => ({ deviceId, tagId }))).onConflictDoNothing()
+}
+
+export type PostprocessingValues = Partial<Pick<typeof postprocessings.$inferInsert, 'blueprintUrl' | 'hardwareUrl' | 'forwardingParams' | 'meta' | 'latestPostprocessing'>>
+
+/** The device's postprocessing row, made or changed. */
+export async function upsertPostprocessing (h: Handle, deviceId: number, values: PostprocessingValues, now: Date): Promise<void> {
+  await h.db.insert(postprocessings).values({ deviceId, ...values })
+    .onConflictDoUpdate({ target: postprocessings.deviceId, set: { ...values, updatedAt: now } })
+}
+
+/** The kit's sensors become the device's components. */
+export async function addKitComponents (h: Handle, deviceId: number, kitId: number): Promise<void> {
+  await h.db.execute(drizzleSql`insert into ${components} (device_id, sensor_id) select ${deviceId}, ${kitSensors.sensorId} from ${kitSensors} where ${kitSensors.kitId} = ${kitId} on conflict do nothing`)
+}
+
+/** Changes a device's row (archived or not); undefined when there is none. */
+export async function updateDeviceRow (h: Handle, id: number, values: DeviceValues): Promise<DeviceRow | undefined> {
+  const [row] = await h.db.update(devices).set(values).where(eq(devices.id, id)).returning()
+  return row
+}
+
+/** A new token for an active device; undefined when it is not (or no longer) active. */
+export async function setDeviceToken (h: Handle, id: number, deviceToken: string, now: Date): Promise<DeviceRow | undefined> {
+  const [row] = await h.db.update(devices).set({ deviceToken, updatedAt: now })
+    .where(and(eq(devices.id, id), isNull(devices.archivedAt))).returning()
+  return row
+}
+
+/** Archives a device: hidden everywhere, its MAC kept aside. */
+export async function archiveDeviceRow (h: Handle, id: number, macAddress: string | null, now: Date): Promise<void> {
+  await h.db.update(devices).set({ archivedAt: now, state: 'archived', oldMacAddress: macAddress, macAddress: null, updatedAt: now })
+    .where(eq(devices.id, id))
+}
+
+/** A device's row, archived or not, locked for update (in a transaction); undefined when there is none. */
+export async function lockDeviceRow (tx: Handle, id: number): Promise<DeviceRow | undefined> {
+  const [device] = await tx.db.select().from(devices).where(eq(devices.id, id)).for('update')
+  return device
+}
+
+/** Whether any device holds this MAC address. */
+export async function macAddressTaken (h: Handle, mac: string): Promise<boolean> {
+  return (await h.db.select({ id: devices.id }).from(devices).where(eq(devices.macAddress, mac)).limit(1)).length > 0
+}
+
+// ---------------------------------------------------------------- the world map
+
+/**
+ * What decides whether the world map is stale, in two parts: what a device or its owner says
+ * (count, last edit) and when the newest reading arrived.
+ */
+export async function worldMapFingerprint (h: Handle): Promise<{ devices: string, readings: string }> {
+  const [row] = await h.sql<Array<{ d: string, r: string | null }>>`
+    select concat_ws('|', count(*), max(updated_at), (select max(updated_at) from users)) as d, max(last_reading_at)::text as r
+    from devices where archived_at is null`
+  return { devices: row?.d ?? '', readings: row?.r ?? '' }
+}
+
+export interface WorldMapDeviceRow {
+  id: number
+  name: string
+  description: string | null
+  owner_id: number
+  owner_username: string
+  latitude: number
+  longitude: number
+  city: string | null
+  country_code: string | null
+  kit_id: number | null
+  state: string
+  exposure: string | null
+  created_ms: number
+  last_reading_ms: number | null
+  is_private: boolean
+  hw_ver: string | null
+  hardware_name_override: string | null
+  hardware_type_override: string | null
+  hardware_version_override: string | null
+  hardware_slug_override: string | null
+}
+
+export interface WorldMapLatestRow { device_id: number, sensor_id: number, value: number | null, raw_value: number | null, recorded_ms: number, added_ms: number }
+
+/**
+ * Everything the world map shows: every active, located, non-test device (private ones too), the
+ * tags of devices by name, and the latest values of those devices by device and sensor.
+ */
+export async function worldMapRows (h: Handle): Promise<{ devices: WorldMapDeviceRow[], tags: Array<{ device_id: number, name: string }>, latest: WorldMapLatestRow[] }> {
+  const { sql } = h
+  const [devices, tags, latest] = await Promise.all([
+    sql<WorldMapDeviceRow[]>`
+        select d.id, d.name, d.description, d.owner_id, u.username as owner_username, d.latitude, d.longitude, d.city, d.country_code,
+               d.kit_id, d.state, d.exposure, extract(epoch from d.created_at) * 1000 as created_ms,
+               extract(epoch from d.last_reading_at) * 1000 as last_reading_ms, d.is_private, d.last_status_message ->> 'hw_ver' as hw_ver,
+               d.hardware_name_override, d.hardware_type_override, d.hardware_version_override, d.hardware_slug_override
+        from devices d join users u on u.id = d.owner_id
+        where d.archived_at is null and not d.is_test and d.latitude is not null and d.longitude is not null
+        order by d.id`,
+    sql<Array<{ device_id: number, name: string }>>`
+        select dt.device_id, t.name from device_tags dt join tags t on t.id = dt.tag_id order by t.name`,
+    sql<WorldMapLatestRow[]>`
+        select l.device_id, l.sensor_id, l.value, l.raw_value, extract(epoch from l.recorded_at) * 1000 as recorded_ms,
+               extract(epoch from l.added_at) * 1000 as added_ms
+        from latest_readings l join devices d on d.id = l.device_id
+        where d.archived_at is null and not d.is_test and d.latitude is not null
+        order by l.device_id, l.sensor_id`
+  ])
+  return { devices, tags, latest }
 }

@@ -1,4 +1,4 @@
-import type { Sql } from '../client.js'
+import type { Handle } from '../client.js'
 
 /** The latest message of a device refused whole: when, why, and its problems (bounded by the domain). */
 export interface IngestRejection {
@@ -40,7 +40,7 @@ export const MAX_UNKNOWN_SENSORS = 20
  * order, so two processes merging the same devices lock them in the same order. A device deleted
  * meanwhile is left out rather than failing the others on its foreign key.
  */
-export async function mergeIngestStatus (sql: Sql, deltas: IngestStatusDelta[]): Promise<void> {
+export async function mergeIngestStatus (h: Handle, deltas: IngestStatusDelta[]): Promise<void> {
   if (deltas.length === 0) return
   const rows = [...deltas].sort((a, b) => a.deviceId - b.deviceId).map((d) => ({
     device_id: d.deviceId,
@@ -51,7 +51,7 @@ export async function mergeIngestStatus (sql: Sql, deltas: IngestStatusDelta[]):
     rejection: d.lastRejection
   }))
   // JSON as text cast to jsonb: drizzle owns the shared client's serializers (devices/device-messages.ts).
-  await sql`
+  await h.sql`
     insert into device_ingest_status as s (device_id, since, last_problem_at, unknown_sensors, skipped_values, rejected_messages, last_rejection)
     select d.device_id, d.at, d.at, d.unknown, d.skipped, d.rejected, d.rejection
     from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as d(device_id int, at timestamptz, unknown jsonb, skipped bigint, rejected bigint, rejection jsonb)

@@ -1,4 +1,4 @@
-import type { Sql } from 'postgres'
+import type { Handle } from '../client.js'
 import { concurrencyLimit } from '../concurrency.js'
 import { postgresRunner, type Runner } from './engine.js'
 
@@ -24,6 +24,6 @@ export function boundedRunner (runner: Runner, limit: number): Runner {
  * sensor and tier run, and a few of them took the whole pool for a tenth of a second, while every
  * other request (a device page, a login) waited for a connection.
  */
-export function historyRunner (sql: Sql): Runner {
+export function historyRunner ({ sql }: Pick<Handle, 'sql'>): Runner {
   return boundedRunner(postgresRunner(sql), Math.max(1, Math.floor(sql.options.max / 2)))
 }

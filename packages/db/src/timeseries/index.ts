@@ -2,6 +2,7 @@ export { TIERS, engineName, postgresRunner, runPipeline, compareReadings, pgArra
 export { nativeEngine } from './native.js'
 export { timescaleEngine } from './timescale.js'
 export { binaryReadings, ensureComponents, KnownComponents, READINGS_COPY_TARGET, writeReadings, type WriteFrame, type WriteResult } from './writes.js'
+export { openReadingsWriter, ReadingsWriter, type WriterOptions } from './group-commit.js'
 export { tierStates, tierStatesIn, tierBoundsText, rawStates, rawPairs, readingsExtent, BucketStates, type BucketState, type StateQuery, type TierPiece } from './reads.js'
 export { aggregateByBucket, addValue, mergeInto, mergeStates, stateOf, type AggregateRow, type AggregateState } from './states.js'
 

@@ -1,15 +1,12 @@
-import { and, asc, eq } from 'drizzle-orm'
-import { type Executor, oauthApplications } from '@esp/db'
+import { type ApplicationRow, deleteApplicationRow, findApplicationByUid, findOwnedApplication, type Handle, insertApplication, listOwnedApplications, updateApplicationRow } from '@esp/db'
 import { ApiError, errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { recordIdOr404 } from '../validation/record-id.js'
-import { revokeCredentials } from './credential-cache.js'
+import { revokeCredentials } from './revocation.js'
 import { randomSecret, safeEqual, sha256 } from './secrets.js'
 import { issueAccessToken, passwordLogin, type IssuedToken, type TokenSigner } from './tokens.js'
 import type { CredentialGate } from './throttle.js'
 import type { Viewer } from './viewer.js'
-
-type ApplicationRow = typeof oauthApplications.$inferSelect
 
 export interface ApplicationInput { name?: string | undefined, redirect_uri?: string | null | undefined, scopes?: string | undefined }
 
@@ -43,10 +40,10 @@ function validate (input: ApplicationInput, creating: boolean): void {
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
 }
 
-export async function createApplication (db: Executor, viewer: Viewer, input: ApplicationInput, now: Date) {
+export async function createApplication (database: Handle, viewer: Viewer, input: ApplicationInput, now: Date) {
   validate(input, true)
   const secret = randomSecret(32)
-  const [row] = await db.insert(oauthApplications).values({
+  const row = await insertApplication(database, {
     ownerId: viewer.id,
     name: (input.name ?? '').trim(),
     uid: randomSecret(24),
@@ -55,42 +52,42 @@ export async function createApplication (db: Executor, viewer: Viewer, input: Ap
     scopes: input.scopes ?? '',
     createdAt: now,
     updatedAt: now
-  }).returning()
+  })
   if (row === undefined) throw new Error('insert returned no row')
   return presentApplication(row, secret)
 }
 
 /** Applications are private to their owner: another user's id is simply not found. */
-export async function ownApplication (db: Executor, viewer: Viewer, raw: string | number): Promise<ApplicationRow> {
+export async function ownApplication (database: Handle, viewer: Viewer, raw: string | number): Promise<ApplicationRow> {
   const id = recordIdOr404('Application', raw)
-  const [row] = await db.select().from(oauthApplications).where(and(eq(oauthApplications.id, id), eq(oauthApplications.ownerId, viewer.id))).limit(1)
+  const row = await findOwnedApplication(database, id, viewer.id)
   if (row === undefined) throw errors.notFound('Application', id)
   return row
 }
 
-export async function listApplications (db: Executor, viewer: Viewer) {
-  const rows = await db.select().from(oauthApplications).where(eq(oauthApplications.ownerId, viewer.id)).orderBy(asc(oauthApplications.id))
+export async function listApplications (database: Handle, viewer: Viewer) {
+  const rows = await listOwnedApplications(database, viewer.id)
   return rows.map((row) => presentApplication(row, null))
 }
 
-export async function updateApplication (db: Executor, viewer: Viewer, raw: string | number, input: ApplicationInput, now: Date) {
+export async function updateApplication (database: Handle, viewer: Viewer, raw: string | number, input: ApplicationInput, now: Date) {
   validate(input, false)
-  const { id } = await ownApplication(db, viewer, raw)
-  const [row] = await db.update(oauthApplications).set({
+  const { id } = await ownApplication(database, viewer, raw)
+  const row = await updateApplicationRow(database, id, {
     ...(input.name !== undefined ? { name: input.name.trim() } : {}),
     ...(input.redirect_uri !== undefined ? { redirectUri: input.redirect_uri === '' ? null : input.redirect_uri } : {}),
     ...(input.scopes !== undefined ? { scopes: input.scopes } : {}),
     updatedAt: now
-  }).where(eq(oauthApplications.id, id)).returning()
+  })
   if (row === undefined) throw errors.notFound('Application', id)
   return presentApplication(row, null)
 }
 
-export async function deleteApplication (db: Executor, viewer: Viewer, raw: string | number): Promise<void> {
-  const { id } = await ownApplication(db, viewer, raw)
-  await db.delete(oauthApplications).where(eq(oauthApplications.id, id))
+export async function deleteApplication (database: Handle, viewer: Viewer, raw: string | number): Promise<void> {
+  const { id } = await ownApplication(database, viewer, raw)
+  await deleteApplicationRow(database, id)
   // Its tokens went with it (on delete cascade): remembered ones must not outlive them.
-  await revokeCredentials(db, viewer.id)
+  await revokeCredentials(database, viewer.id)
 }
 
 /** RFC 6749 error, carried in the one error body (`id` is the OAuth error code). */
@@ -102,7 +99,7 @@ const oauthError = (status: number, code: string, message: string): ApiError =>
  * pass the gate: the client secret as a secret the platform issued (a valid one always passes,
  * wrong ones count for the address), the user's password as every password does.
  */
-export async function passwordGrant (db: Executor, signer: TokenSigner, gate: CredentialGate, input: {
+export async function passwordGrant (database: Handle, signer: TokenSigner, gate: CredentialGate, input: {
   grantType: string | undefined,
   clientId: string | undefined,
   clientSecret: string | undefined,
@@ -115,13 +112,13 @@ export async function passwordGrant (db: Executor, signer: TokenSigner, gate: Cr
   if (input.clientId === undefined || input.clientSecret === undefined) throw oauthError(401, 'invalid_client', 'Client authentication failed')
   const { clientId, clientSecret, username, password } = input
   const app = await gate.verifyToken(async () => {
-    const [row] = await db.select().from(oauthApplications).where(eq(oauthApplications.uid, clientId)).limit(1)
+    const row = await findApplicationByUid(database, clientId)
     return row !== undefined && safeEqual(row.secretHash, sha256(clientSecret)) ? row : null
   })
   if (app === null) throw oauthError(401, 'invalid_client', 'Client authentication failed')
   if (username === undefined || password === undefined) throw oauthError(400, 'invalid_request', 'username and password are required')
-  const signedIn = await passwordLogin(db, gate, username, password)
+  const signedIn = await passwordLogin(database, gate, username, password)
   if (signedIn === null) throw oauthError(400, 'invalid_grant', 'The resource owner credentials are invalid')
-  const issued = await issueAccessToken(db, signer, { userId: signedIn.account.id, applicationId: app.id, ttlSeconds: input.ttlSeconds, now: input.now })
+  const issued = await issueAccessToken(database, signer, { userId: signedIn.account.id, applicationId: app.id, ttlSeconds: input.ttlSeconds, now: input.now })
   return { ...issued, userId: signedIn.account.id, deviceCookie: signedIn.deviceCookie }
 }

@@ -1,6 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto'
-import { and, eq, isNull, or, sql } from 'drizzle-orm'
-import { accessTokens, authGeneration, type ChangeSubscriber, type Db, type Executor, type Generations, notifyChange, trimOldest, users } from '@esp/db'
+import { type ChangeSubscriber, findTokenHolder, type Generations, type Handle, trimOldest } from '@esp/db'
 import { GenerationBarrier, generations } from '../generations.js'
 import { sha256, verifyPassword } from './secrets.js'
 import type { CredentialGate } from './throttle.js'
@@ -13,8 +12,9 @@ import type { Viewer } from './viewer.js'
  *
  * Design and guarantee:
  * - Every transaction that revokes or changes credentials bumps the one-row `auth_generation`
- *   (`revokeCredentials`) and sends an `auth` change notification. The bump commits with the
- *   revocation, so it is visible to every snapshot taken after the revoking request returned.
+ *   (`revokeCredentials` in revocation.ts) and sends an `auth` change notification. The bump
+ *   commits with the revocation, so it is visible to every snapshot taken after the revoking
+ *   request returned.
  * - Before a remembered entry is trusted, the process reads the generation with a query *sent
  *   after the request arrived* (`GenerationBarrier`), and the entry counts only if it was verified
  *   under that same generation. So a request that reaches any replica after a revocation returned
@@ -33,13 +33,6 @@ import type { Viewer } from './viewer.js'
  *   this process: neither the token nor the password is kept. Failures are never remembered, so
  *   every wrong secret still goes through the throttle and the full check.
  */
-export const AUTH_TOPIC = 'auth'
-
-/** In the revoking transaction: makes every remembered credential of every process check again. */
-export async function revokeCredentials (tx: Pick<Executor, 'update' | 'execute'>, userId: number | null): Promise<void> {
-  await tx.update(authGeneration).set({ value: sql`${authGeneration.value} + 1` }).where(eq(authGeneration.id, 1))
-  await notifyChange(tx, AUTH_TOPIC, { userId })
-}
 
 interface Entry { viewer: Viewer, generation: number, expiresAtMs: number, passwordHash: string | null }
 
@@ -109,8 +102,8 @@ export class CredentialCache {
 
 /** What a token or Basic check needs beyond the cache. */
 export interface AuthenticatorDeps {
-  /** the pool's own Drizzle database: its generation barrier is the pool's (generations.ts) */
-  db: Db
+  /** the pool's own handle (a Database): its generation barrier is the pool's (generations.ts) */
+  database: Handle
   signer: TokenSigner
   now: () => Date
   cache?: CredentialCache
@@ -125,12 +118,10 @@ export interface AuthenticatorDeps {
 export class Authenticator {
   readonly cache: CredentialCache
   private readonly barrier: GenerationBarrier<Generations>
-  private readonly tokenQuery
 
   constructor (private readonly deps: AuthenticatorDeps) {
     this.cache = deps.cache ?? new CredentialCache()
-    this.barrier = generations(deps.db.$client)
-    this.tokenQuery = tokenStatement(deps.db)
+    this.barrier = generations(deps.database)
   }
 
   /** The caller behind a bearer token, or null when it is forged, expired, revoked or its user is gone. */
@@ -143,7 +134,7 @@ export class Authenticator {
       const known = this.cache.get(key, generation, nowMs)
       if (known !== undefined) return known
       if (this.deps.signer.verify(token) === null) return null
-      const [row] = await this.tokenQuery.execute({ hash: key.slice(6), now: new Date(nowMs).toISOString() })
+      const row = await findTokenHolder(this.deps.database, key.slice(6), new Date(nowMs).toISOString())
       if (row === undefined) return null
       const viewer: Viewer = { id: row.id, username: row.username, role: row.role }
       this.cache.set(key, viewer, generation, nowMs, row.expiresAt === null ? Infinity : new Date(row.expiresAt).getTime())
@@ -166,7 +157,7 @@ export class Authenticator {
       generation = (await this.barrier.current()).auth
       const known = this.cache.login(key, generation, nowMs)
       remembered = known !== undefined
-      return known ?? await findLogin(this.deps.db, login)
+      return known ?? await findLogin(this.deps.database, login)
     }, async (account) => remembered && account !== undefined ? true : await verifyPassword(account?.passwordHash, password))
     if (signedIn === null) return null
     if (!remembered) this.cache.set(key, signedIn.account.viewer, generation, nowMs, Infinity, signedIn.account.passwordHash)
@@ -184,16 +175,4 @@ export class Authenticator {
       reset: () => { this.cache.clear() }
     }
   }
-}
-
-/** The full token check, prepared once: signature aside, the token must be stored, unrevoked, unexpired, its user active. */
-function tokenStatement (db: Executor) {
-  return db.select({ id: users.id, username: users.username, role: users.role, expiresAt: sql<string | null>`${accessTokens.expiresAt}::text` })
-    .from(accessTokens).innerJoin(users, eq(users.id, accessTokens.userId))
-    .where(and(
-      eq(accessTokens.tokenHash, sql.placeholder('hash')),
-      isNull(accessTokens.revokedAt),
-      or(isNull(accessTokens.expiresAt), sql`${accessTokens.expiresAt} > ${sql.placeholder('now')}::timestamptz`),
-      isNull(users.archivedAt)
-    )).limit(1).prepare('esp_token_check')
 }

@@ -1,6 +1,5 @@
-import { type CatalogueRows, type ChangeSubscriber, type KitRow, loadCatalogue, type MeasurementRow, type SensorRow, type Sql, type TagRow, type TagSensorRow } from '@esp/db'
+import { type CatalogueRows, type ChangeSubscriber, type Handle, type KitRow, loadCatalogue, type MeasurementRow, poolOf, type SensorRow, type TagRow, type TagSensorRow } from '@esp/db'
 import { generations } from '../generations.js'
-import { oncePer } from '../once-per.js'
 import { formatTimestamp } from '../time.js'
 
 /*
@@ -219,7 +218,7 @@ export class ReferenceData {
   /** how many times the data was loaded (for tests and metrics) */
   loads = 0
 
-  constructor (private readonly sql: Sql) {}
+  constructor (private readonly handle: Handle) {}
 
   /**
    * The data as of a generation read by a query sent after `notBefore` (performance.now(); the
@@ -227,7 +226,7 @@ export class ReferenceData {
    * credential check already read one, and it serves here too.
    */
   async fresh (notBefore = performance.now()): Promise<Catalogue> {
-    return await this.atLeast((await generations(this.sql).current(notBefore)).catalogue)
+    return await this.atLeast((await generations(this.handle).current(notBefore)).catalogue)
   }
 
   /**
@@ -266,7 +265,7 @@ export class ReferenceData {
   private async load (): Promise<Catalogue> {
     const number = ++this.started
     this.stale = false
-    const promise = loadCatalogue({ sql: this.sql }).then((rows) => {
+    const promise = loadCatalogue(this.handle).then((rows) => {
       this.loads++
       const catalogue = new Catalogue(rows)
       // The load that started last holds what the database has now.
@@ -282,5 +281,12 @@ export class ReferenceData {
   }
 }
 
-/** One ReferenceData per database pool. */
-export const referenceData = oncePer((sql: Sql) => new ReferenceData(sql))
+const kept = new WeakMap<object, ReferenceData>()
+
+/** One ReferenceData per database pool: any handle of the pool finds it. */
+export function referenceData (h: Handle): ReferenceData {
+  const pool = poolOf(h)
+  let data = kept.get(pool)
+  if (data === undefined) kept.set(pool, data = new ReferenceData(h))
+  return data
+}

@@ -1,4 +1,4 @@
-import { type IngestStatusDelta, MAX_UNKNOWN_SENSORS, mergeIngestStatus, type Sql } from '@esp/db'
+import { deviceTokenIsActive, type Handle, insertDeviceInventory, type IngestStatusDelta, markDeviceSeen, MAX_UNKNOWN_SENSORS, mergeIngestStatus, setDeviceStatusMessage } from '@esp/db'
 import type { FieldErrors } from '../errors.js'
 import type { RejectionReason } from '../readings/batch.js'
 import type { Skipped } from '../readings/ingest.js'
@@ -8,7 +8,6 @@ import { freeJsonProblem } from '../validation/free-json.js'
  * What devices say besides readings (behaviour.md §9.2, clients.md §1.3): `info` status messages,
  * `hello` handshakes and factory `inventory` reports. Payloads are checked here, before any SQL,
  * so that a database error always means the database failed and never that a device sent junk.
- * JSON goes as text cast to jsonb: drizzle owns the shared client's serializers (README design notes).
  */
 export type MessageResult = 'stored' | 'unknown_device' | 'rejected'
 
@@ -34,37 +33,28 @@ export function parseJsonObject (payload: Buffer, maxBytes: number): Record<stri
  * `info`: stored verbatim as `hardware.last_status_message`, replacing the previous one, with the
  * time it was received (values such as "not synced" and a missing rcause are kept as sent).
  */
-export async function storeStatus (sql: Sql, token: string, payload: Buffer, now: Date): Promise<MessageResult> {
+export async function storeStatus (h: Handle, token: string, payload: Buffer, now: Date): Promise<MessageResult> {
   const status = parseJsonObject(payload, MAX_STATUS_BYTES)
   if (status === null) return 'rejected'
-  const rows = await sql`
-    update devices set last_status_message = ${JSON.stringify(status)}::jsonb, last_status_at = ${now.toISOString()}::timestamptz
-    where device_token = ${token} and archived_at is null returning id`
-  return rows.length > 0 ? 'stored' : 'unknown_device'
+  return await setDeviceStatusMessage(h, token, JSON.stringify(status), now) ? 'stored' : 'unknown_device'
 }
 
 /** `hello`: the device is alive and configured; a token with no device yet is accepted and ignored. */
-export async function markSeen (sql: Sql, token: string, now: Date): Promise<MessageResult> {
-  const rows = await sql`
-    update devices set last_seen_at = greatest(last_seen_at, ${now.toISOString()}::timestamptz)
-    where device_token = ${token} and archived_at is null returning id`
-  return rows.length > 0 ? 'stored' : 'unknown_device'
+export async function markSeen (h: Handle, token: string, now: Date): Promise<MessageResult> {
+  return await markDeviceSeen(h, token, now) ? 'stored' : 'unknown_device'
 }
 
 /** Whether an active device has this token: the clustered broker's check before a device publishes. */
-export async function isActiveDeviceToken (sql: Sql, token: string): Promise<boolean> {
-  const rows = await sql`select 1 from devices where device_token = ${token} and archived_at is null`
-  return rows.length > 0
+export async function isActiveDeviceToken (h: Handle, token: string): Promise<boolean> {
+  return await deviceTokenIsActive(h, token)
 }
 
 /** `device/inventory`: the factory test report, kept as sent; its JSON form when it parses. */
-export async function storeInventory (sql: Sql, payload: Buffer, now: Date): Promise<MessageResult> {
+export async function storeInventory (h: Handle, payload: Buffer, now: Date): Promise<MessageResult> {
   if (payload.length > MAX_INVENTORY_BYTES) return 'rejected'
   const text = payload.toString('utf8').replaceAll('\u0000', '')
   const report = parseJsonObject(Buffer.from(text), MAX_INVENTORY_BYTES)
-  await sql`
-    insert into device_inventories (report, raw_payload, received_at)
-    values (${report === null ? null : JSON.stringify(report)}::jsonb, ${text}, ${now.toISOString()}::timestamptz)`
+  await insertDeviceInventory(h, report === null ? null : JSON.stringify(report), text, now)
   return 'stored'
 }
 
@@ -110,7 +100,7 @@ export class IngestStatusLog {
   /** notes dropped because maxDevices devices were waiting */
   dropped = 0
 
-  constructor (private readonly sql: Sql, private readonly options: IngestStatusLogOptions = {}) {
+  constructor (private readonly database: Handle, private readonly options: IngestStatusLogOptions = {}) {
     this.intervalMs = options.intervalMs ?? 5000
     this.maxDevices = options.maxDevices ?? 100_000
   }
@@ -164,7 +154,7 @@ export class IngestStatusLog {
     const deltas = [...this.pending.values()]
     this.pending = new Map()
     try {
-      await mergeIngestStatus(this.sql, deltas)
+      await mergeIngestStatus(this.database, deltas)
     } catch (err) {
       // Kept for the next merge, folded into whatever was noted meanwhile.
       for (const delta of deltas) this.restore(delta)

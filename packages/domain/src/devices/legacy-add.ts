@@ -1,4 +1,4 @@
-import type { Sql } from '@esp/db'
+import { type Handle, legacyAddRow } from '@esp/db'
 import { safeEqual } from '../auth/secrets.js'
 import { ingestBatch, type IngestContext, type IngestOutcome } from '../readings/ingest.js'
 import type { DeviceAccess } from './device-access.js'
@@ -18,23 +18,16 @@ export function legacyMac (header: string | undefined): string | null {
   return mac !== undefined && MAC.test(mac) ? mac.replace(/-/g, ':') : null
 }
 
-interface Row { id: number, owner_id: number, is_private: boolean, kit_id: number | null, forwarding_token: string | null, legacy_api_key: string | null }
-
 /**
  * The device `/add` may store into (issue 34), or null: an active device of a legacy kit with this
  * MAC address; a private one only when the request also carries its owner's `legacy_api_key` (the
  * firmware's `X-SmartCitizenApiKey`), never by its MAC alone. Null says nothing more: an unknown
  * MAC, another kind of device and a private one without its key are one and the same answer.
  */
-export async function legacyAddDevice (sql: Sql, macHeader: string | undefined, apiKey: string | undefined): Promise<DeviceAccess | null> {
+export async function legacyAddDevice (h: Handle, macHeader: string | undefined, apiKey: string | undefined): Promise<DeviceAccess | null> {
   const mac = legacyMac(macHeader)
   if (mac === null) return null
-  const [row] = await sql<Row[]>`
-    select d.id, d.owner_id, d.is_private, d.kit_id, u.legacy_api_key,
-      case when d.enable_forwarding then u.forwarding_token end as forwarding_token
-    from devices d join users u on u.id = d.owner_id join kits k on k.id = d.kit_id
-    where d.archived_at is null and d.mac_address = ${mac}::macaddr and k.slug = any(${[...LEGACY_ADD_KIT_SLUGS]}::text[])
-    order by d.id desc limit 1`
+  const row = await legacyAddRow(h, mac, LEGACY_ADD_KIT_SLUGS)
   if (row === undefined) return null
   if (row.is_private && (apiKey === undefined || row.legacy_api_key === null || !safeEqual(row.legacy_api_key, apiKey.trim()))) return null
   return { id: row.id, ownerId: row.owner_id, isPrivate: row.is_private, kitId: row.kit_id, forwardingToken: row.forwarding_token }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
-import { type Sql, trimOldest } from '@esp/db'
+import { type Handle, trimOldest, worldMapFingerprint, worldMapRows } from '@esp/db'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp, type Clock } from '../time.js'
@@ -52,29 +52,6 @@ interface Built {
   viewerBodies: Map<string, MapBody>
 }
 
-interface DeviceMapRow {
-  id: number
-  name: string
-  description: string | null
-  owner_id: number
-  owner_username: string
-  latitude: number
-  longitude: number
-  city: string | null
-  country_code: string | null
-  kit_id: number | null
-  state: string
-  exposure: string | null
-  created_ms: number
-  last_reading_ms: number | null
-  is_private: boolean
-  hw_ver: string | null
-  hardware_name_override: string | null
-  hardware_type_override: string | null
-  hardware_version_override: string | null
-  hardware_slug_override: string | null
-}
-
 /**
  * The world map (contract: World-map device; clients.md §4.30): every active, located, non-test
  * device, rendered once and served from memory with an ETag and compressed bodies. A cheap
@@ -86,7 +63,7 @@ export class WorldMap {
   private built: Built | undefined
   private building: Promise<Built> | undefined
 
-  constructor (private readonly sql: Sql, private readonly clock: Clock, private readonly maxAgeMs = 30_000) {}
+  constructor (private readonly handle: Handle, private readonly clock: Clock, private readonly maxAgeMs = 30_000) {}
 
   /** `GET /devices/world_map`: public devices only, the same body for everyone. */
   async publicMap (): Promise<MapBody> {
@@ -116,10 +93,7 @@ export class WorldMap {
    * the next one builds: under steady ingest the map stays as fast as when idle.
    */
   private async fingerprint (): Promise<{ devices: string, readings: string }> {
-    const [row] = await this.sql<Array<{ d: string, r: string | null }>>`
-      select concat_ws('|', count(*), max(updated_at), (select max(updated_at) from users)) as d, max(last_reading_at)::text as r
-      from devices where archived_at is null`
-    return { devices: row?.d ?? '', readings: row?.r ?? '' }
+    return await worldMapFingerprint(this.handle)
   }
 
   private async current (): Promise<Built> {
@@ -139,24 +113,7 @@ export class WorldMap {
 
   private async build (fingerprint: string): Promise<Built> {
     const now = this.clock()
-    const [rows, tagRows, latestRows] = await Promise.all([
-      this.sql<DeviceMapRow[]>`
-        select d.id, d.name, d.description, d.owner_id, u.username as owner_username, d.latitude, d.longitude, d.city, d.country_code,
-               d.kit_id, d.state, d.exposure, extract(epoch from d.created_at) * 1000 as created_ms,
-               extract(epoch from d.last_reading_at) * 1000 as last_reading_ms, d.is_private, d.last_status_message ->> 'hw_ver' as hw_ver,
-               d.hardware_name_override, d.hardware_type_override, d.hardware_version_override, d.hardware_slug_override
-        from devices d join users u on u.id = d.owner_id
-        where d.archived_at is null and not d.is_test and d.latitude is not null and d.longitude is not null
-        order by d.id`,
-      this.sql<Array<{ device_id: number, name: string }>>`
-        select dt.device_id, t.name from device_tags dt join tags t on t.id = dt.tag_id order by t.name`,
-      this.sql<Array<{ device_id: number, sensor_id: number, value: number | null, raw_value: number | null, recorded_ms: number, added_ms: number }>>`
-        select l.device_id, l.sensor_id, l.value, l.raw_value, extract(epoch from l.recorded_at) * 1000 as recorded_ms,
-               extract(epoch from l.added_at) * 1000 as added_ms
-        from latest_readings l join devices d on d.id = l.device_id
-        where d.archived_at is null and not d.is_test and d.latitude is not null
-        order by l.device_id, l.sensor_id`
-    ])
+    const { devices: rows, tags: tagRows, latest: latestRows } = await worldMapRows(this.handle)
     const tagsOf = new Map<number, string[]>()
     for (const t of tagRows) {
       const list = tagsOf.get(t.device_id)

@@ -1,46 +1,33 @@
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm'
-import { type Db, devices, type Executor, experimentDevices, experiments } from '@esp/db'
+import {
+  activeDevicesPrivacy, deleteExperimentRow, experimentById, type ExperimentRow, type Handle, inTransaction, insertExperiment, replaceExperimentDevices,
+  updateExperimentRow, visibleExperimentDevices
+} from '@esp/db'
 import { errors } from '../errors.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
-import { canSee, visibleTo } from '../devices/device-access.js'
-import type { FilterSpec } from '../lists/filter-compiler.js'
+import { canSee, visibility } from '../devices/device-access.js'
 import { parseTimeParam } from '../readings/time-params.js'
 import { formatTimestamp } from '../time.js'
 import { asBody, BodyReader } from '../validation/body-reader.js'
 import { recordIdOr404 } from '../validation/record-id.js'
 
-type ExperimentRow = typeof experiments.$inferSelect
-
-export const experimentFilters: FilterSpec = {
-  id: { column: experiments.id, type: 'integer' },
-  name: { column: experiments.name, type: 'text' },
-  description: { column: experiments.description, type: 'text' },
-  owner_id: { column: experiments.ownerId, type: 'integer' },
-  is_test: { column: experiments.isTest, type: 'boolean' },
-  starts_at: { column: experiments.startsAt, type: 'timestamp' },
-  ends_at: { column: experiments.endsAt, type: 'timestamp' },
-  created_at: { column: experiments.createdAt, type: 'timestamp' },
-  updated_at: { column: experiments.updatedAt, type: 'timestamp' }
-}
+// The list's field map and page are packages/db's (queries/experiments.ts).
+export { experimentFilters, listExperiments } from '@esp/db'
 
 /** Active when started (or no start) and not ended (or no end). */
 export const isActive = (e: Pick<ExperimentRow, 'startsAt' | 'endsAt'>, now: Date): boolean =>
   (e.startsAt === null || now >= e.startsAt) && (e.endsAt === null || now <= e.endsAt)
 
 /** The device ids of many experiments, only those the caller may see, in one query. */
-async function deviceIdsOf (db: Executor, ids: number[], viewer: Viewer | null): Promise<Map<number, number[]>> {
+async function deviceIdsOf (h: Handle, ids: number[], viewer: Viewer | null): Promise<Map<number, number[]>> {
   const result = new Map<number, number[]>(ids.map((id) => [id, []]))
   if (ids.length === 0) return result
-  const rows = await db.select({ experimentId: experimentDevices.experimentId, deviceId: experimentDevices.deviceId }).from(experimentDevices)
-    .innerJoin(devices, eq(devices.id, experimentDevices.deviceId))
-    .where(and(inArray(experimentDevices.experimentId, ids), isNull(devices.archivedAt), visibleTo(viewer)))
-    .orderBy(asc(experimentDevices.deviceId))
+  const rows = await visibleExperimentDevices(h, ids, visibility(viewer))
   for (const row of rows) result.get(row.experimentId)?.push(row.deviceId)
   return result
 }
 
-export async function presentExperiments (db: Executor, rows: ExperimentRow[], viewer: Viewer | null, now: Date) {
-  const ids = await deviceIdsOf(db, rows.map((e) => e.id), viewer)
+export async function presentExperiments (h: Handle, rows: ExperimentRow[], viewer: Viewer | null, now: Date) {
+  const ids = await deviceIdsOf(h, rows.map((e) => e.id), viewer)
   return rows.map((e) => ({
     id: e.id,
     name: e.name,
@@ -56,16 +43,16 @@ export async function presentExperiments (db: Executor, rows: ExperimentRow[], v
   }))
 }
 
-export async function findExperiment (db: Executor, raw: string): Promise<ExperimentRow> {
+export async function findExperiment (h: Handle, raw: string): Promise<ExperimentRow> {
   const id = recordIdOr404('Experiment', raw)
-  const [row] = await db.select().from(experiments).where(eq(experiments.id, id)).limit(1)
+  const row = await experimentById(h, id)
   if (row === undefined) throw errors.notFound('Experiment', id)
   return row
 }
 
 interface ExperimentInput { name?: string, description?: string | null, isTest?: boolean, startsAt?: Date | null, endsAt?: Date | null, deviceIds?: number[] }
 
-async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: ExperimentRow | undefined): Promise<ExperimentInput> {
+async function parse (h: Handle, raw: unknown, viewer: Viewer, existing: ExperimentRow | undefined): Promise<ExperimentInput> {
   const r = new BodyReader(asBody(raw), existing === undefined)
   const body = r.body
   const input: ExperimentInput = {}
@@ -93,8 +80,7 @@ async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: Expe
     const unique = [...new Set(ids)]
     const found = unique.length === 0
       ? []
-      : await db.select({ id: devices.id, ownerId: devices.ownerId, isPrivate: devices.isPrivate }).from(devices)
-        .where(and(inArray(devices.id, unique), isNull(devices.archivedAt)))
+      : await activeDevicesPrivacy(h, unique)
     // A private device of someone else is reported as unknown: its existence is not the caller's to learn.
     const usable = found.filter((d) => canSee(viewer, d))
     const missing = unique.filter((id) => !usable.some((d) => d.id === id))
@@ -105,18 +91,17 @@ async function parse (db: Executor, raw: unknown, viewer: Viewer, existing: Expe
   return input
 }
 
-async function writeDevices (tx: Executor, experimentId: number, ids: number[] | undefined): Promise<void> {
+async function writeDevices (tx: Handle, experimentId: number, ids: number[] | undefined): Promise<void> {
   if (ids === undefined) return
-  await tx.delete(experimentDevices).where(eq(experimentDevices.experimentId, experimentId))
-  if (ids.length > 0) await tx.insert(experimentDevices).values(ids.map((deviceId) => ({ experimentId, deviceId })))
+  await replaceExperimentDevices(tx, experimentId, ids)
 }
 
 /** Any logged-in user creates an experiment and owns it. */
-export async function createExperiment (db: Db, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
+export async function createExperiment (h: Handle, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
   if (viewer === null) throw errors.unauthorized()
-  const input = await parse(db, raw, viewer, undefined)
-  return await db.transaction(async (tx) => {
-    const [row] = await tx.insert(experiments).values({
+  const input = await parse(h, raw, viewer, undefined)
+  return await inTransaction(h, async (tx) => {
+    const row = await insertExperiment(tx, {
       ownerId: viewer.id,
       name: input.name ?? '',
       description: input.description ?? null,
@@ -125,7 +110,7 @@ export async function createExperiment (db: Db, raw: unknown, viewer: Viewer | n
       endsAt: input.endsAt ?? null,
       createdAt: now,
       updatedAt: now
-    }).returning()
+    })
     if (row === undefined) throw new Error('insert returned no row')
     await writeDevices(tx, row.id, input.deviceIds)
     return row
@@ -137,25 +122,25 @@ function assertOwner (viewer: Viewer | null, row: ExperimentRow): asserts viewer
   if (viewer.id !== row.ownerId && !isAdmin(viewer)) throw errors.forbidden()
 }
 
-export async function updateExperiment (db: Db, row: ExperimentRow, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
+export async function updateExperiment (h: Handle, row: ExperimentRow, raw: unknown, viewer: Viewer | null, now: Date): Promise<ExperimentRow> {
   assertOwner(viewer, row)
-  const input = await parse(db, raw, viewer, row)
-  return await db.transaction(async (tx) => {
-    const [updated] = await tx.update(experiments).set({
+  const input = await parse(h, raw, viewer, row)
+  return await inTransaction(h, async (tx) => {
+    const updated = await updateExperimentRow(tx, row.id, {
       ...(input.name !== undefined ? { name: input.name } : {}),
       ...(input.description !== undefined ? { description: input.description } : {}),
       ...(input.isTest !== undefined ? { isTest: input.isTest } : {}),
       ...(input.startsAt !== undefined ? { startsAt: input.startsAt } : {}),
       ...(input.endsAt !== undefined ? { endsAt: input.endsAt } : {}),
       updatedAt: now
-    }).where(eq(experiments.id, row.id)).returning()
+    })
     if (updated === undefined) throw errors.notFound('Experiment', row.id)
     await writeDevices(tx, row.id, input.deviceIds)
     return updated
   })
 }
 
-export async function deleteExperiment (db: Executor, row: ExperimentRow, viewer: Viewer | null): Promise<void> {
+export async function deleteExperiment (h: Handle, row: ExperimentRow, viewer: Viewer | null): Promise<void> {
   assertOwner(viewer, row)
-  await db.delete(experiments).where(eq(experiments.id, row.id))
+  await deleteExperimentRow(h, row.id)
 }

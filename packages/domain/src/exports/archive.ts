@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto'
 import path from 'node:path'
-import { inTransaction, type Handle } from '@esp/db'
+import { inTransaction, type Handle, stampCsvArchiveRequest } from '@esp/db'
 import { type Viewer } from '../auth/viewer.js'
 import { safeEqual } from '../auth/secrets.js'
 import { assertCanWrite, findDeviceAccess } from '../devices/device-access.js'
@@ -33,17 +33,13 @@ export interface ArchiveRequestContext {
  * on the row lock, re-reads the committed time and gets 420. The job commits with the stamp.
  */
 export async function requestCsvArchive (ctx: ArchiveRequestContext, viewer: Viewer | null, deviceId: string, baseUrl: string): Promise<void> {
-  const device = await findDeviceAccess(ctx.database.sql, deviceId)
+  const device = await findDeviceAccess(ctx.database, deviceId)
   assertCanWrite(viewer, device)
   const now = ctx.now()
   await inTransaction(ctx.database, async (tx) => {
-    const [row] = await tx.sql<{ id: number }[]>`
-      update devices set csv_archive_requested_at = ${now.toISOString()}::timestamptz
-      where id = ${device.id} and archived_at is null
-        and (csv_archive_requested_at is null or csv_archive_requested_at <= ${new Date(now.getTime() - ARCHIVE_INTERVAL_MS).toISOString()}::timestamptz)
-      returning id`
-    if (row === undefined) throw errors.enhanceYourCalm('You can only make one CSV archive request every 6 hours.')
-    await ctx.send(tx.sql, 'csvArchive', { deviceId: device.id, userId: viewer.id, baseUrl })
+    const stamped = await stampCsvArchiveRequest(tx, device.id, now, new Date(now.getTime() - ARCHIVE_INTERVAL_MS))
+    if (!stamped) throw errors.enhanceYourCalm('You can only make one CSV archive request every 6 hours.')
+    await ctx.send(tx, 'csvArchive', { deviceId: device.id, userId: viewer.id, baseUrl })
   })
 }
 

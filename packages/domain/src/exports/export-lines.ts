@@ -1,5 +1,5 @@
+import { CopyRows, type RowBatch } from '@esp/db'
 import { ascii, bytes, latin1, ReadingTimeBytes } from '../text-bytes.js'
-import { CopyRows, type RowBatch } from './copy-rows.js'
 
 /** the size of an output buffer */
 const OUT_BYTES = 65_536

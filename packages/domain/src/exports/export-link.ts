@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto'
-import type { Handle } from '@esp/db'
+import { exportLinkUser, type Handle } from '@esp/db'
 import { safeEqual } from '../auth/secrets.js'
 import type { Viewer } from '../auth/viewer.js'
 import { assertCanSee, findDeviceAccess, parseDeviceId } from '../devices/device-access.js'
@@ -45,7 +45,7 @@ const badLink = (message: string): ApiError =>
  * private one: its owner and admins; to anyone else it does not exist, as everywhere).
  */
 export async function createExportLink (ctx: ExportLinkContext, viewer: Viewer | null, rawDeviceId: string): Promise<{ deviceId: number, key: string, expiresAt: Date }> {
-  const device = await findDeviceAccess(ctx.database.sql, rawDeviceId)
+  const device = await findDeviceAccess(ctx.database, rawDeviceId)
   assertCanSee(viewer, device)
   if (viewer === null) throw errors.unauthorized()
   const expires = Math.floor(ctx.now().getTime() / 1000) + EXPORT_LINK_TTL_SECONDS
@@ -65,7 +65,7 @@ export async function exportLinkViewer (ctx: ExportLinkContext, rawDeviceId: str
   const [, userId = '', expires = '', given = ''] = match
   if (!safeEqual(signature(ctx.secret, deviceId, Number(userId), Number(expires)), given)) throw badLink('This download link is not valid')
   if (Number(expires) * 1000 < ctx.now().getTime()) throw badLink('This download link has expired; ask for a new one')
-  const [user] = await ctx.database.sql<Viewer[]>`select id, username, role from users where id = ${Number(userId)} and archived_at is null`
-  if (user === undefined) throw badLink('This download link is not valid')
+  const user = await exportLinkUser(ctx.database, Number(userId))
+  if (user === null) throw badLink('This download link is not valid')
   return { id: user.id, username: user.username, role: user.role }
 }

@@ -3,7 +3,7 @@ import { writePageHeader } from 'hyparquet-writer/src/datapage.js'
 import { deltaBinaryPack } from 'hyparquet-writer/src/delta.js'
 import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js'
 import { writeMetadata } from 'hyparquet-writer/src/metadata.js'
-import { CopyRows, type RowBatch } from './copy-rows.js'
+import { CopyRows, type RowBatch } from '@esp/db'
 
 type FileMetaData = Parameters<typeof writeMetadata>[1]
 type RowGroup = FileMetaData['row_groups'][number]

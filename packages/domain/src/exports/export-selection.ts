@@ -1,9 +1,9 @@
-import { pgDateOrNull, type Sql } from '@esp/db'
+import { type ExportSelection, exportPairs, type Handle, type SelectedPair, visibleActiveDeviceIds } from '@esp/db'
 import type { Viewer } from '../auth/viewer.js'
-import { visibleToSql } from '../devices/device-access.js'
+import { visibility } from '../devices/device-access.js'
 import { errors } from '../errors.js'
 import { listParam, recordId } from '../validation/record-id.js'
-import type { ExportParams } from './export-stream.js'
+import type { ExportParams } from './export-params.js'
 
 /** The export across devices: which devices, besides what every export takes. */
 export interface DevicesExportParams extends ExportParams {
@@ -18,10 +18,10 @@ export interface DevicesExportParams extends ExportParams {
 /** the most ids one export names: beyond, a tag or a box says it better (and a URL gets long) */
 export const MAX_EXPORT_DEVICE_IDS = 1000
 
-interface Bbox { west: number, south: number, east: number, north: number }
+type Bbox = NonNullable<ExportSelection['bbox']>
 
 /** Which devices an export across devices reads; every part given narrows it. */
-export interface DeviceSelection { ids: number[] | null, tags: string[] | null, bbox: Bbox | null }
+export type DeviceSelection = ExportSelection
 
 const BBOX_HINT = 'bbox must be "west,south,east,north" in degrees, e.g. bbox=2.05,41.32,2.23,41.47'
 
@@ -53,44 +53,18 @@ export function parseDeviceSelection (params: DevicesExportParams): DeviceSelect
   return { ids: ids.length === 0 ? null : ids, tags: tags.length === 0 ? null : tags, bbox }
 }
 
-/** A device's sensor with readings in the range, and its first and last time there. */
-export interface SelectedPair { deviceId: number, sensorId: number, first: Date, last: Date }
-
 /**
  * The (device, sensor) pairs of the selection with a reading in [from, until), with the first and
- * last reading of each there (two probes of the readings key a pair), in device then sensor order.
- * Only active devices the viewer may see: a device named by id that is not one is the 404 of a
- * missing device, as its own export answers.
+ * last reading of each there, in device then sensor order (exportPairs). Only active devices the
+ * viewer may see: a device named by id that is not one is the 404 of a missing device, as its own
+ * export answers.
  */
-export async function selectedPairs (sql: Sql, viewer: Viewer | null, selection: DeviceSelection, range: { sensorId: number | null, from: Date | null, until: Date | null }): Promise<SelectedPair[]> {
-  const visible = visibleToSql(sql, viewer)
+export async function selectedPairs (database: Handle, viewer: Viewer | null, selection: DeviceSelection, range: { sensorId: number | null, from: Date | null, until: Date | null }): Promise<SelectedPair[]> {
+  const v = visibility(viewer)
   if (selection.ids !== null) {
-    const found = await sql<{ id: number }[]>`select d.id from devices d where d.id = any(${selection.ids}::int4[]) and d.archived_at is null and ${visible}`
-    const seen = new Set(found.map((row) => row.id))
+    const seen = new Set(await visibleActiveDeviceIds(database, selection.ids, v))
     const missing = selection.ids.find((id) => !seen.has(id))
     if (missing !== undefined) throw errors.notFound('Device', missing)
   }
-  const { bbox } = selection
-  const from = range.from?.toISOString() ?? '-infinity'
-  const until = range.until?.toISOString() ?? 'infinity'
-  const rows = await sql<{ device_id: number, sensor_id: number, first: unknown, last: unknown }[]>`
-    select c.device_id, c.sensor_id,
-      (select min(r.recorded_at) from readings r where r.device_id = c.device_id and r.sensor_id = c.sensor_id and r.recorded_at >= ${from}::timestamptz and r.recorded_at < ${until}::timestamptz) as first,
-      (select max(r.recorded_at) from readings r where r.device_id = c.device_id and r.sensor_id = c.sensor_id and r.recorded_at >= ${from}::timestamptz and r.recorded_at < ${until}::timestamptz) as last
-    from devices d join components c on c.device_id = d.id
-    where d.archived_at is null and ${visible}
-      ${selection.ids === null ? sql`` : sql`and d.id = any(${selection.ids}::int4[])`}
-      ${selection.tags === null ? sql`` : sql`and exists (select from device_tags dt join tags t on t.id = dt.tag_id where dt.device_id = d.id and t.name = any(${selection.tags}::text[]))`}
-      ${bbox === null
-        ? sql``
-        : sql`and d.latitude between ${bbox.south} and ${bbox.north} and ${bbox.west <= bbox.east
-          ? sql`d.longitude between ${bbox.west} and ${bbox.east}`
-          : sql`(d.longitude >= ${bbox.west} or d.longitude <= ${bbox.east})`}`}
-      ${range.sensorId === null ? sql`` : sql`and c.sensor_id = ${range.sensorId}`}
-    order by c.device_id, c.sensor_id`
-  return rows.flatMap((row) => {
-    const first = pgDateOrNull(row.first)
-    const last = pgDateOrNull(row.last)
-    return first === null || last === null ? [] : [{ deviceId: row.device_id, sensorId: row.sensor_id, first, last }]
-  })
+  return await exportPairs(database, v, selection, range)
 }

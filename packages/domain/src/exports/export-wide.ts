@@ -1,6 +1,6 @@
+import type { RowBatch } from '@esp/db'
 import { bytes, latin1, READING_TIME_BYTES, ReadingTimeBytes } from '../text-bytes.js'
-import type { RowBatch } from './copy-rows.js'
-import { csvCell } from './copy-sql.js'
+import { csvCell } from './csv-cell.js'
 import { TextExport, VALUE_BYTES, ValueTexts } from './export-lines.js'
 
 /** A sensor column of the wide CSV. */

@@ -1,38 +1,9 @@
-import { and, asc, desc, eq, gt, gte, ilike, inArray, isNotNull, isNull, lt, lte, ne, notInArray, sql, type SQL, type SQLWrapper } from 'drizzle-orm'
+import { type BoundValue, type FilterField, type FilterSpec, type ListFilter, type ListQuery, type ListSort, type Matcher, matchers } from '@esp/db'
 import { errors } from '../errors.js'
 import { parseQueryInstant } from '../readings/time-params.js'
 
-/** `integer` is PostgreSQL's int4: every id and count column of the schema is one (no bigint). */
-export type FieldType = 'integer' | 'text' | 'timestamp' | 'uuid' | 'boolean'
-
-/**
- * What a filter value is bound as. Never a Date: postgres.js is handed the value as it is (the
- * column is wrapped in sql``, so Drizzle does not encode it), and it cannot send a Date there.
- * Timestamps go as ISO text, which PostgreSQL reads as the column's timestamptz.
- */
-type BoundValue = string | number | boolean
-
-export interface FilterField {
-  column: SQLWrapper
-  type: FieldType
-  /** only admins may filter or sort by it (e.g. device tokens) */
-  adminOnly?: boolean
-  /** a key through a to-many relation: the condition on `column` is wrapped, e.g. in an exists(); not sortable */
-  wrap?: (condition: SQL) => SQL
-}
-
-export type FilterSpec = Record<string, FilterField>
-
-/** Longer suffixes first, so `owner_id_not_null` is `owner_id` + `not_null`, not `owner_id_not` + `null`. */
-export const matchers = ['not_null', 'not_eq', 'not_in', 'null', 'eq', 'cont', 'start', 'end', 'in', 'lteq', 'lt', 'gteq', 'gt'] as const
-export type Matcher = (typeof matchers)[number]
-
-export interface ListQuery {
-  where: SQL | undefined
-  orderBy: SQL[]
-  page: number
-  perPage: number
-}
+// The field maps and what a ListQuery becomes in SQL are packages/db's (queries/lists.ts).
+export { matchers, type FieldType, type FilterField, type FilterSpec, type ListQuery, type Matcher } from '@esp/db'
 
 export const DEFAULT_PER_PAGE = 25
 export const MAX_PER_PAGE = 1000
@@ -78,33 +49,31 @@ function convert (param: string, field: FilterField, raw: string): BoundValue {
   }
 }
 
-const likeEscape = (value: string): string => value.replace(/[\\%_]/g, (c) => `\\${c}`)
-
-function condition (param: string, field: FilterField, matcher: Matcher, values: string[]): SQL | undefined {
-  const column = sql`${field.column}`
-  const one = (): BoundValue => convert(param, field, values[0] ?? '')
-  const text = (): string => {
+/** The filter of `param` in plain values, checked against the field's type. */
+function filterOf (param: string, key: string, field: FilterField, matcher: Matcher, values: string[]): ListFilter {
+  const one = (): BoundValue[] => [convert(param, field, values[0] ?? '')]
+  const text = (): BoundValue[] => {
     if (field.type !== 'text') bad(param, `${matcher} works on text only`)
-    return likeEscape(values[0] ?? '')
+    return [values[0] ?? '']
   }
   switch (matcher) {
-    case 'eq': return eq(column, one())
-    case 'not_eq': return ne(column, one())
-    case 'lt': return lt(column, one())
-    case 'lteq': return lte(column, one())
-    case 'gt': return gt(column, one())
-    case 'gteq': return gte(column, one())
-    case 'cont': return ilike(column, `%${text()}%`)
-    case 'start': return ilike(column, `${text()}%`)
-    case 'end': return ilike(column, `%${text()}`)
-    case 'in': return inArray(column, values.map((v) => convert(param, field, v)))
-    case 'not_in': return notInArray(column, values.map((v) => convert(param, field, v)))
+    case 'eq':
+    case 'not_eq':
+    case 'lt':
+    case 'lteq':
+    case 'gt':
+    case 'gteq': return { key, matcher, values: one() }
+    case 'cont':
+    case 'start':
+    case 'end': return { key, matcher, values: text() }
+    case 'in':
+    case 'not_in': return { key, matcher, values: values.map((v) => convert(param, field, v)) }
     case 'null':
     case 'not_null': {
       const flag = values[0] ?? '1'
       if (!/^(true|false|1|0)$/.test(flag)) bad(param, 'takes 1, 0, true or false')
       const wantNull = (matcher === 'null') === (flag === '1' || flag === 'true')
-      return wantNull ? isNull(column) : isNotNull(column)
+      return { key, matcher: wantNull ? 'null' : 'not_null', values: [] }
     }
   }
 }
@@ -120,11 +89,12 @@ function parsePositive (name: string, raw: string | null, fallback: number, max:
 /**
  * The one compiler for list queries: `q[<key>_<matcher>]` filters from a per-resource allow-list,
  * `q[sort]`/`q[s]` = `<key> asc|desc`, `page`, `per_page`. Values become bound parameters, never
- * SQL text; an unknown key, matcher or value is a 400 that names what is allowed.
+ * SQL text; an unknown key, matcher or value is a 400 that names what is allowed. The answer is
+ * plain values, which the list functions of packages/db turn into SQL with the same field map.
  */
 export function compileListQuery (params: URLSearchParams, spec: FilterSpec, options: { admin: boolean }): ListQuery {
-  const conditions: SQL[] = []
-  let orderBy: SQL[] | undefined
+  const filters: ListFilter[] = []
+  let sort: ListSort[] | undefined
   const allowed = allowedKeys(spec, options.admin)
   const grouped = new Map<string, string[]>()
   for (const [rawKey, rawValue] of params) {
@@ -140,13 +110,13 @@ export function compileListQuery (params: URLSearchParams, spec: FilterSpec, opt
   for (const [inner, values] of grouped) {
     const param = `q[${inner}]`
     if (SORT_KEYS.has(inner)) {
-      orderBy = (values.join(',').split(',').map((s) => s.trim()).filter((s) => s !== '')).map((clause) => {
+      sort = (values.join(',').split(',').map((s) => s.trim()).filter((s) => s !== '')).map((clause) => {
         const [key = '', direction = 'asc', ...rest] = clause.split(/\s+/)
         const field = allowed.includes(key) && spec[key]?.wrap === undefined ? spec[key] : undefined
         if (field === undefined || rest.length > 0 || !/^(asc|desc)$/i.test(direction)) {
           bad(param, `sort takes "<key> asc" or "<key> desc" with a key of: ${allowed.join(', ')}`)
         }
-        return direction.toLowerCase() === 'desc' ? desc(sql`${field.column}`) : asc(sql`${field.column}`)
+        return { key, direction: direction.toLowerCase() === 'desc' ? 'desc' : 'asc' }
       })
       continue
     }
@@ -158,13 +128,12 @@ export function compileListQuery (params: URLSearchParams, spec: FilterSpec, opt
     if (matcher === undefined || key === undefined || field === undefined || !allowed.includes(key)) {
       bad(param, `allowed keys are ${allowed.join(', ')}; matchers are ${matchers.join(', ')}`)
     }
-    const compiled = condition(param, field, matcher, values)
-    if (compiled !== undefined) conditions.push(field.wrap === undefined ? compiled : field.wrap(compiled))
+    filters.push(filterOf(param, key, field, matcher, values))
   }
   return {
-    where: conditions.length === 0 ? undefined : and(...conditions),
+    filters,
     // Without a sort, listPage orders by id, so pages are stable.
-    orderBy: orderBy ?? [],
+    sort: sort ?? [],
     page: parsePositive('page', params.get('page'), 1, 1_000_000),
     perPage: parsePositive('per_page', params.get('per_page'), DEFAULT_PER_PAGE, MAX_PER_PAGE)
   }

@@ -1,10 +1,9 @@
-import type { ReadingRow, Sql, WriteResult } from '@esp/db'
-import type { DeviceAccess } from '../devices/device-access.js'
+import { findDeviceSensors, type Handle, type ReadingRow, type ReadingsWriter, type WriteResult } from '@esp/db'
+import { type DeviceAccess, findDevicesByToken } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import type { IngestStatusLog } from '../devices/device-messages.js'
 import { addProblem, type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type ParsedBatch, type PostedValue, postedPath, type RejectionReason, type ValuePath } from './batch.js'
 import { type Calibration, calibrationFor } from './calibration.js'
-import type { ReadingsWriter } from './writer.js'
 
 /** What a device's readings need after they are stored: live subscribers, forwarding. */
 export interface StoredReadings {
@@ -13,8 +12,8 @@ export interface StoredReadings {
 }
 
 export interface IngestContext {
-  database: { sql: Sql }
-  /** group commit of all writes of this process */
+  database: Handle
+  /** group commit of all writes of this process (@esp/db ReadingsWriter) */
   writer: ReadingsWriter
   limits: BatchLimits
   now: () => Date
@@ -34,26 +33,17 @@ export interface ResolvedSensor {
 }
 export type SensorMap = Map<number | string, ResolvedSensor>
 
-interface SensorRow { device_id: number, id: number, default_key: string | null, kit_key: string | null, equation: string | null }
-
 /**
  * Sensor ids and keys of several devices in one query: a numeric ref is a sensor id; a text ref is
  * the device kit's sensor key first, then a sensor's default key (contract: Kit; behaviour.md §6.2).
  * The refs are pooled across devices, so a batch of messages costs one round trip.
  */
-export async function resolveSensors (sql: Sql, devices: Pick<IngestDevice, 'id' | 'kitId'>[], values: Pick<PostedValue, 'ref'>[]): Promise<Map<number, SensorMap>> {
+export async function resolveSensors (h: Handle, devices: Pick<IngestDevice, 'id' | 'kitId'>[], values: Pick<PostedValue, 'ref'>[]): Promise<Map<number, SensorMap>> {
   const ids = [...new Set(values.map((v) => v.ref).filter((r): r is number => typeof r === 'number'))]
   const keys = [...new Set(values.map((v) => v.ref).filter((r): r is string => typeof r === 'string'))]
   const byDevice = new Map<number, SensorMap>(devices.map((d) => [d.id, new Map()]))
   if (values.length === 0 || devices.length === 0) return byDevice
-  const rows = await sql<SensorRow[]>`
-    select d.id as device_id, s.id, s.default_key, ks.key as kit_key, c.equation
-    from unnest(${devices.map((d) => d.id)}::int[], ${devices.map((d) => d.kitId)}::int[]) as d(id, kit_id)
-    join sensors s on true
-    left join kit_sensors ks on ks.sensor_id = s.id and ks.kit_id = d.kit_id
-    left join components c on c.sensor_id = s.id and c.device_id = d.id
-    where s.id = any(${ids}::int[]) or ks.key = any(${keys}::text[]) or s.default_key = any(${keys}::text[])
-    order by d.id, s.id`
+  const rows = await findDeviceSensors(h, devices, ids, keys)
   const idSet = new Set(ids)
   const keySet = new Set(keys)
   for (const row of rows) {
@@ -142,30 +132,116 @@ export function checkBatch (deviceId: number, parsed: ParsedBatch, sensors: Sens
   return { status: 'accepted', rows, skipped }
 }
 
+/**
+ * What a message carries: the contract's `data` array (HTTP, MQTT, /add); values already parsed
+ * and bounds-checked, named in problems by `pathOf` (a step of the CSV import); or, for a payload
+ * its topic's reader could not read, why it is refused (once its token names a device, so that
+ * the device's owner hears of it).
+ */
+export type MessageBody =
+  | { data: unknown }
+  | { values: PostedValue[], pathOf: ValuePath }
+  | { refused: { reason: RejectionReason, message: string } }
+
+/** A message of readings and its device: found already (HTTP, /add, the import), or named by its MQTT token. */
+export type ReadingsMessage = MessageBody & ({ device: IngestDevice } | { token: string })
+
+export type StoreOutcome =
+  | { status: 'stored', device: IngestDevice, result: WriteResult, skipped: Skipped }
+  | { status: 'unknown_device' }
+  | { status: 'rejected', reason: RejectionReason, problems: FieldErrors }
+
+export interface StoreOptions {
+  /**
+   * Note what was not stored (a message refused whole, values of unknown sensors) in the
+   * device's ingest status (ctx.status), for callers that answer nobody (MQTT).
+   */
+  noteStatus?: boolean
+}
+
+const NO_VALUES: PostedValue[] = []
+
+/** A message's values checked against the limits, or why it is refused. */
+function parseMessage (ctx: IngestContext, message: MessageBody, now: Date): { batch: ParsedBatch, pathOf: ValuePath } {
+  if ('refused' in message) return { batch: { values: NO_VALUES, problems: { payload: [message.refused.message] }, reason: message.refused.reason }, pathOf: postedPath }
+  if ('values' in message) return { batch: { values: message.values, problems: {}, reason: null }, pathOf: message.pathOf }
+  if (countValues(message.data) > ctx.limits.maxValues) {
+    return { batch: { values: NO_VALUES, problems: { data: [`may carry at most ${ctx.limits.maxValues} values`] }, reason: 'too_many_values' }, pathOf: postedPath }
+  }
+  return { batch: parseBatch(message.data, ctx.limits, now), pathOf: postedPath }
+}
+
+/**
+ * The one ingest path of readings, for HTTP POST, /add, MQTT and the CSV import: finds the
+ * devices of messages named by token (one query for all), checks each message (an oversized one
+ * is refused before any per-item work; times within the bounds of timeProblem), resolves the
+ * sensors of every device at once (one query), builds calibrated rows (buildRows), notes what
+ * was not stored (with `noteStatus`), and writes every accepted message through the group
+ * commit, the one batching layer: messages arriving while a transaction is in flight share the
+ * next one. Validation is per message: a bad message is refused whole and never fails its
+ * neighbours; values of unknown sensors are skipped and the rest stored. Resolves, one outcome
+ * per message in order, only after the commit: an acknowledged reading is durable. Rejects only
+ * when the database fails, so the caller withholds the acknowledgement.
+ */
+export async function storeMessages (ctx: IngestContext, messages: readonly ReadingsMessage[], options: StoreOptions = {}): Promise<StoreOutcome[]> {
+  const tokens = [...new Set(messages.flatMap((m) => 'token' in m ? [m.token] : []))]
+  const byToken = tokens.length === 0 ? new Map<string, IngestDevice>() : await findDevicesByToken(ctx.database, tokens)
+  const now = ctx.now()
+  const parsed = messages.map((message): { device: undefined } | { device: IngestDevice, batch: ParsedBatch, pathOf: ValuePath } => {
+    const device = 'device' in message ? message.device : byToken.get(message.token)
+    return device === undefined ? { device } : { device, ...parseMessage(ctx, message, now) }
+  })
+  const devices = new Map<number, IngestDevice>()
+  const values: PostedValue[] = []
+  for (const p of parsed) {
+    if (p.device === undefined || p.batch.values.length === 0) continue
+    devices.set(p.device.id, p.device)
+    for (const value of p.batch.values) values.push(value)
+  }
+  const sensors = await resolveSensors(ctx.database, [...devices.values()], values)
+  const outcomes: StoreOutcome[] = []
+  const accepted: { index: number, device: IngestDevice, rows: ReadingRow[], skipped: Skipped }[] = []
+  parsed.forEach((p, index) => {
+    if (p.device === undefined) { outcomes.push({ status: 'unknown_device' }); return }
+    const checked = checkBatch(p.device.id, p.batch, sensors.get(p.device.id) ?? new Map(), p.pathOf)
+    if (checked.status === 'rejected') {
+      // Acknowledged (sending it again cannot help), so its owner is told instead (issue 35).
+      if (options.noteStatus === true) ctx.status?.rejected(p.device.id, now, checked.reason, checked.problems)
+      outcomes.push(checked)
+      return
+    }
+    if (options.noteStatus === true && checked.skipped.count > 0) ctx.status?.skipped(p.device.id, now, checked.skipped)
+    // A placeholder until the commit fills it in.
+    outcomes.push({ status: 'unknown_device' })
+    accepted.push({ index, device: p.device, rows: checked.rows, skipped: checked.skipped })
+  })
+  if (accepted.length === 0) return outcomes
+  const results = await ctx.writer.writeAll(accepted.map((a) => a.rows))
+  accepted.forEach(({ index, device, skipped }, i) => {
+    const result = results[i] ?? { stored: 0, duplicates: 0, inserted: [] }
+    if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
+    outcomes[index] = { status: 'stored', device, result, skipped }
+  })
+  return outcomes
+}
+
 export type IngestOutcome =
   | { status: 'stored', result: WriteResult, skipped: Skipped }
   | { status: 'rejected', reason: RejectionReason, problems: FieldErrors }
 
 /**
- * Validates a whole batch, resolves and calibrates it, and stores it through the one write path.
- * Known sensors are stored and unknown ones skipped (in the outcome: a caller that answers names
- * them, one that does not notes them in the device's ingest status); any malformed item refuses
- * the batch with every problem named, and nothing is written. Resolves only after the commit: an
- * acknowledged reading is durable.
+ * One batch of one device through storeMessages. Known sensors are stored and unknown ones
+ * skipped (in the outcome: a caller that answers names them, one that does not notes them in the
+ * device's ingest status); any malformed item refuses the batch with every problem named, and
+ * nothing is written. Resolves only after the commit: an acknowledged reading is durable.
  */
 export async function ingestBatch (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<IngestOutcome> {
-  if (countValues(data) > ctx.limits.maxValues) return { status: 'rejected', reason: 'too_many_values', problems: { data: [`may carry at most ${ctx.limits.maxValues} values`] } }
-  const now = ctx.now()
-  const parsed = parseBatch(data, ctx.limits, now)
-  const sensors = (await resolveSensors(ctx.database.sql, [device], parsed.values)).get(device.id) ?? new Map()
-  const checked = checkBatch(device.id, parsed, sensors)
-  if (checked.status === 'rejected') return checked
-  const result = await ctx.writer.write(checked.rows)
-  if (result.inserted.length > 0) ctx.onStored?.({ device, inserted: result.inserted })
-  return { status: 'stored', result, skipped: checked.skipped }
+  const [outcome] = await storeMessages(ctx, [{ device, data }])
+  if (outcome === undefined || outcome.status === 'unknown_device') throw new Error('a message with its device has an outcome')
+  return outcome.status === 'stored' ? { status: 'stored', result: outcome.result, skipped: outcome.skipped } : outcome
 }
 
-/** ingestBatch for a caller that answers: a refused batch is the 413 or the 422 naming every problem. */
+/** ingestBatch for a caller that answers (HTTP POST): a refused batch is the 413 or the 422 naming every problem. */
 export async function ingestReadings (ctx: IngestContext, device: IngestDevice, data: unknown): Promise<WriteResult & { skipped: Skipped }> {
   const outcome = await ingestBatch(ctx, device, data)
   if (outcome.status === 'stored') return { ...outcome.result, skipped: outcome.skipped }

@@ -1,6 +1,5 @@
-import { and, eq, gt, isNull, or, sql } from 'drizzle-orm'
-import { type Database, type Executor, inTransaction, passwordResets, users } from '@esp/db'
-import type { JobExecutor, PasswordResetPayload } from '@esp/jobs'
+import { findPendingReset, findResetAccount, type Handle, inTransaction, insertPasswordReset, updateUserRow, useUpPasswordReset } from '@esp/db'
+import type { PasswordResetPayload } from '@esp/jobs'
 import type { JobSender } from '../jobs.js'
 import { errors } from '../errors.js'
 import { hashPassword, randomSecret, sha256 } from '../auth/secrets.js'
@@ -15,29 +14,27 @@ export const RESET_MESSAGE = 'Password Reset Instructions Delivered'
  * account up here made the answer for an existing account twice as slow (a lookup, an insert and
  * a mail job against a lookup), which told anyone with a stopwatch which accounts exist.
  */
-export async function requestPasswordReset (sql: JobExecutor, send: JobSender, input: { identifier: string, baseUrl: string, ttlSeconds: number, now: Date }): Promise<void> {
+export async function requestPasswordReset (database: Handle, send: JobSender, input: { identifier: string, baseUrl: string, ttlSeconds: number, now: Date }): Promise<void> {
   const identifier = input.identifier.trim()
   // Decided by the text alone, never by the account: such an identifier names no account anyway.
   if (identifier === '' || identifier.length > 254) return
-  await send(sql, 'passwordReset', { identifier, baseUrl: input.baseUrl, ttlSeconds: input.ttlSeconds, requestedAt: input.now.getTime() })
+  await send(database, 'passwordReset', { identifier, baseUrl: input.baseUrl, ttlSeconds: input.ttlSeconds, requestedAt: input.now.getTime() })
 }
 
 /**
  * Step 1, in the job: when the account exists, a single-use token is stored hashed and the e-mail
  * is queued in the same transaction; otherwise nothing happens. True when a mail was queued.
  */
-export async function deliverPasswordReset (database: Database, send: JobSender, job: PasswordResetPayload): Promise<boolean> {
+export async function deliverPasswordReset (database: Handle, send: JobSender, job: PasswordResetPayload): Promise<boolean> {
   const { identifier } = job
   return await inTransaction(database, async (tx) => {
-    const [user] = await tx.db.select({ id: users.id, email: users.email, username: users.username }).from(users)
-      .where(and(isNull(users.archivedAt), or(sql`lower(${users.email}) = lower(${identifier})`, sql`lower(${users.username}) = lower(${identifier})`)))
-      .limit(1)
+    const user = await findResetAccount(tx, identifier)
     if (user === undefined) return false
     const token = randomSecret(32)
     const expiresAt = new Date(job.requestedAt + job.ttlSeconds * 1000)
-    await tx.db.insert(passwordResets).values({ userId: user.id, tokenHash: sha256(token), expiresAt, createdAt: new Date(job.requestedAt) })
+    await insertPasswordReset(tx, { userId: user.id, tokenHash: sha256(token), expiresAt, createdAt: new Date(job.requestedAt) })
     const hours = Math.round(job.ttlSeconds / 3600)
-    await send(tx.sql, 'mail', {
+    await send(tx, 'mail', {
       to: user.email,
       subject: 'Password Reset Instructions',
       text: [
@@ -55,33 +52,29 @@ export async function deliverPasswordReset (database: Database, send: JobSender,
   })
 }
 
-async function pendingReset (db: Executor, token: string, now: Date) {
-  const [row] = await db.select({ reset: passwordResets, user: users }).from(passwordResets)
-    .innerJoin(users, eq(users.id, passwordResets.userId))
-    .where(and(eq(passwordResets.tokenHash, sha256(token)), isNull(passwordResets.usedAt), gt(passwordResets.expiresAt, now), isNull(users.archivedAt)))
-    .limit(1)
+async function pendingReset (database: Handle, token: string, now: Date) {
+  const row = await findPendingReset(database, sha256(token), now)
   if (row === undefined) throw errors.notFound('PasswordReset', 'token')
   return row
 }
 
 /** Step 2/3: the user a valid, unused, unexpired token belongs to. */
-export async function userForResetToken (db: Executor, token: string, now: Date): Promise<UserRow> {
-  return (await pendingReset(db, token, now)).user
+export async function userForResetToken (database: Handle, token: string, now: Date): Promise<UserRow> {
+  return (await pendingReset(database, token, now)).user
 }
 
 /** Step 4: sets the password, uses up the token and revokes every access token of the user. */
-export async function completePasswordReset (database: Database, token: string, password: string | undefined, now: Date): Promise<UserRow> {
+export async function completePasswordReset (database: Handle, token: string, password: string | undefined, now: Date): Promise<UserRow> {
   if (password === undefined || password === '') throw errors.parameterMissing(['password'])
   if (password.length < PASSWORD_MIN) throw errors.unprocessable({ password: [`is too short (minimum is ${PASSWORD_MIN} characters)`] })
   if (password.length > PASSWORD_MAX) throw errors.unprocessable({ password: [`is too long (maximum is ${PASSWORD_MAX} characters)`] })
   const passwordHash = await hashPassword(password)
-  return await inTransaction(database, async ({ db }) => {
-    const { reset, user } = await pendingReset(db, token, now)
+  return await inTransaction(database, async (tx) => {
+    const { reset, user } = await pendingReset(tx, token, now)
     // Marking it used only while still unused makes two concurrent resets with one token fail once.
-    const used = await db.update(passwordResets).set({ usedAt: now }).where(and(eq(passwordResets.id, reset.id), isNull(passwordResets.usedAt))).returning({ id: passwordResets.id })
-    if (used.length === 0) throw errors.notFound('PasswordReset', 'token')
-    const [updated] = await db.update(users).set({ passwordHash, updatedAt: now }).where(eq(users.id, user.id)).returning()
-    await revokeTokens(db, user.id, now)
+    if (!await useUpPasswordReset(tx, reset.id, now)) throw errors.notFound('PasswordReset', 'token')
+    const updated = await updateUserRow(tx, user.id, { passwordHash, updatedAt: now })
+    await revokeTokens(tx, user.id, now)
     return updated ?? user
   })
 }

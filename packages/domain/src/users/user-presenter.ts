@@ -1,10 +1,10 @@
-import type { users } from '@esp/db'
+import type { UserRow } from '@esp/db'
 import { formatTimestamp } from '../time.js'
 import { countryName } from '../geo/country.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
 import type { UserView } from './user-schemas.js'
 
-export type UserRow = typeof users.$inferSelect
+export type { UserRow }
 export const FILTERED = '[FILTERED]'
 
 export interface UserLocation { city: string | null, country: string | null, country_code: string | null }

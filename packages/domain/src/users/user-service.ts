@@ -1,31 +1,18 @@
-import { and, eq, inArray, isNull, or, sql } from 'drizzle-orm'
-import { accessTokens, devices, type Db, type Executor, isPgCode, PgCode, type UserRole, userRoles, users } from '@esp/db'
+import { archiveUserAndDevices, findActiveUserById, findActiveUserByUsername, findUsersByIds, findUsersNamed, type Handle, inTransaction, insertUser, listActiveUsers, isPgCode, PgCode, revokeAccessTokensOfUser, updateUserRow, type UserRole, userRoles } from '@esp/db'
 import { errors } from '../errors.js'
-import { oncePer } from '../once-per.js'
 import { recordId } from '../validation/record-id.js'
-import { revokeCredentials } from '../auth/credential-cache.js'
+import { revokeCredentials } from '../auth/revocation.js'
 import { hashPassword, randomSecret } from '../auth/secrets.js'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
-import type { ListQuery, FilterSpec } from '../lists/filter-compiler.js'
-import { listPage } from '../lists/page.js'
+import type { ListQuery } from '../lists/filter-compiler.js'
 import type { Clock } from '../time.js'
 import { blankToNull, type UserInput, validateUserInput } from './user-rules.js'
 import type { UserRow } from './user-presenter.js'
 
 export interface UserWrite extends UserInput { role?: string | undefined }
 
-export const userFilters: FilterSpec = {
-  id: { column: users.id, type: 'integer' },
-  uuid: { column: users.uuid, type: 'uuid' },
-  username: { column: users.username, type: 'text' },
-  city: { column: users.city, type: 'text' },
-  country_code: { column: users.countryCode, type: 'text' },
-  created_at: { column: users.createdAt, type: 'timestamp' },
-  updated_at: { column: users.updatedAt, type: 'timestamp' },
-  role: { column: users.role, type: 'text', adminOnly: true }
-}
-
-const active = isNull(users.archivedAt)
+// The list's field map is packages/db's (queries/users.ts).
+export { userFilters } from '@esp/db'
 
 /** Forwarding credentials exist for researchers and admins, and survive a later downgrade. */
 function forwardingFor (role: UserRole, row?: Pick<UserRow, 'forwardingToken' | 'forwardingUsername'>) {
@@ -45,12 +32,9 @@ function checkRole (role: string | undefined, viewer: Viewer | null, target?: Us
   return role as UserRole
 }
 
-async function assertUnique (db: Executor, input: UserInput, exceptId?: number): Promise<void> {
-  const conditions = []
-  if (input.username !== undefined) conditions.push(sql`lower(${users.username}) = lower(${input.username.trim()})`)
-  if (input.email !== undefined) conditions.push(sql`lower(${users.email}) = lower(${input.email.trim()})`)
-  if (conditions.length === 0) return
-  const clash = await db.select({ id: users.id, username: users.username, email: users.email }).from(users).where(or(...conditions))
+async function assertUnique (database: Handle, input: UserInput, exceptId?: number): Promise<void> {
+  if (input.username === undefined && input.email === undefined) return
+  const clash = await findUsersNamed(database, { username: input.username?.trim(), email: input.email?.trim() })
   const taken: Record<string, string[]> = {}
   for (const other of clash) {
     if (other.id === exceptId) continue
@@ -69,13 +53,13 @@ function translateUnique (err: unknown): never {
   throw err
 }
 
-export async function registerUser (db: Db, input: UserWrite, viewer: Viewer | null): Promise<UserRow> {
+export async function registerUser (database: Handle, input: UserWrite, viewer: Viewer | null): Promise<UserRow> {
   const problems = validateUserInput(input, true)
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
-  await assertUnique(db, input)
+  await assertUnique(database, input)
   const role = checkRole(input.role, viewer) ?? 'citizen'
   try {
-    const [row] = await db.insert(users).values({
+    const row = await insertUser(database, {
       email: (input.email ?? '').trim(),
       username: (input.username ?? '').trim(),
       passwordHash: await hashPassword(input.password ?? ''),
@@ -87,7 +71,7 @@ export async function registerUser (db: Db, input: UserWrite, viewer: Viewer | n
       lastName: blankToNull(input.last_name) ?? null,
       legacyApiKey: randomSecret(20),
       ...forwardingFor(role)
-    }).returning()
+    })
     if (row === undefined) throw new Error('insert returned no row')
     return row
   } catch (err) {
@@ -96,12 +80,12 @@ export async function registerUser (db: Db, input: UserWrite, viewer: Viewer | n
 }
 
 /** Self or admin (contract: Users); a password change revokes every access token of the user. */
-export async function updateUser (db: Db, target: UserRow, input: UserWrite, viewer: Viewer | null, clock: Clock): Promise<UserRow> {
+export async function updateUser (database: Handle, target: UserRow, input: UserWrite, viewer: Viewer | null, clock: Clock): Promise<UserRow> {
   if (viewer === null) throw errors.unauthorized()
   if (viewer.id !== target.id && !isAdmin(viewer)) throw errors.forbidden()
   const problems = validateUserInput(input, false)
   if (Object.keys(problems).length > 0) throw errors.unprocessable(problems)
-  await assertUnique(db, input, target.id)
+  await assertUnique(database, input, target.id)
   const role = checkRole(input.role, viewer, target)
   const now = clock()
   const changes = {
@@ -117,8 +101,8 @@ export async function updateUser (db: Db, target: UserRow, input: UserWrite, vie
     updatedAt: now
   }
   try {
-    return await db.transaction(async (tx) => {
-      const [row] = await tx.update(users).set(changes).where(eq(users.id, target.id)).returning()
+    return await inTransaction(database, async (tx) => {
+      const row = await updateUserRow(tx, target.id, changes)
       if (input.password !== undefined) await revokeTokens(tx, target.id, now)
       // What a remembered login or viewer holds changed: every process checks it again.
       else if (role !== undefined || input.username !== undefined || input.email !== undefined) await revokeCredentials(tx, target.id)
@@ -130,50 +114,41 @@ export async function updateUser (db: Db, target: UserRow, input: UserWrite, vie
   }
 }
 
-export async function setProfilePicture (db: Executor, userId: number, key: string, now: Date): Promise<UserRow> {
-  const [row] = await db.update(users).set({ profilePicture: key, updatedAt: now }).where(eq(users.id, userId)).returning()
+export async function setProfilePicture (database: Handle, userId: number, key: string, now: Date): Promise<UserRow> {
+  const row = await updateUserRow(database, userId, { profilePicture: key, updatedAt: now })
   if (row === undefined) throw errors.notFound('User', userId)
   return row
 }
 
 /** Every token of the user, and every credential of theirs any process remembers (in the caller's transaction). */
-export async function revokeTokens (db: Executor, userId: number, now: Date): Promise<void> {
-  await db.update(accessTokens).set({ revokedAt: now }).where(and(eq(accessTokens.userId, userId), isNull(accessTokens.revokedAt)))
-  await revokeCredentials(db, userId)
+export async function revokeTokens (tx: Handle, userId: number, now: Date): Promise<void> {
+  await revokeAccessTokensOfUser(tx, userId, now)
+  await revokeCredentials(tx, userId)
 }
 
 /** Archives the account and its devices; the purge job removes them later. */
-export async function archiveUser (db: Db, target: UserRow, viewer: Viewer | null, clock: Clock): Promise<void> {
+export async function archiveUser (database: Handle, target: UserRow, viewer: Viewer | null, clock: Clock): Promise<void> {
   if (viewer === null) throw errors.unauthorized()
   if (viewer.id !== target.id && !isAdmin(viewer)) throw errors.forbidden()
   const now = clock()
-  await db.transaction(async (tx) => {
-    await tx.update(users).set({ archivedAt: now, updatedAt: now }).where(eq(users.id, target.id))
-    await tx.update(devices).set({ archivedAt: now, state: 'archived', oldMacAddress: devices.macAddress, macAddress: null, updatedAt: now })
-      .where(and(eq(devices.ownerId, target.id), isNull(devices.archivedAt)))
+  await inTransaction(database, async (tx) => {
+    await archiveUserAndDevices(tx, target.id, now)
     await revokeTokens(tx, target.id, now)
   })
 }
 
-/** GET /users/:id is a hot read: its statements are built once, not per request. */
-const userStatements = oncePer((db: Executor) => ({
-  byId: db.select().from(users).where(and(active, eq(users.id, sql.placeholder('id')))).limit(1).prepare('esp_user_by_id'),
-  byUsername: db.select().from(users).where(and(active, eq(users.username, sql.placeholder('username')))).limit(1).prepare('esp_user_by_username')
-}))
-
 /** `:id_or_username`: digits are an id, anything else an exact username (usernames are never all digits). */
-export async function findUser (db: Executor, key: string | number): Promise<UserRow> {
+export async function findUser (database: Handle, key: string | number): Promise<UserRow> {
   const id = recordId(key)
-  const { byId, byUsername } = userStatements(db)
-  const [row] = id !== null ? await byId.execute({ id }) : await byUsername.execute({ username: String(key) })
+  const row = id !== null ? await findActiveUserById(database, id) : await findActiveUserByUsername(database, String(key))
   if (row === undefined) throw errors.notFound('User', id ?? String(key))
   return row
 }
 
-export async function listUsers (db: Executor, query: ListQuery): Promise<{ rows: UserRow[], total: number }> {
-  return await listPage(db, users, query, users.id, active)
+export async function listUsers (h: Handle, query: ListQuery): Promise<{ rows: UserRow[], total: number }> {
+  return await listActiveUsers(h, query)
 }
 
-export async function usersByIds (db: Executor, ids: number[]): Promise<UserRow[]> {
-  return ids.length === 0 ? [] : await db.select().from(users).where(inArray(users.id, ids))
+export async function usersByIds (database: Handle, ids: number[]): Promise<UserRow[]> {
+  return await findUsersByIds(database, ids)
 }

@@ -2,12 +2,12 @@ import { createWriteStream } from 'node:fs'
 import { mkdir, readdir, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import { copyOut, type Database } from '@esp/db'
-import { archiveCopySql, csvCell, formatTimestamp, type JobSender, signArchiveLink } from '@esp/domain'
+import { copyArchiveCsv, csvArchiveTarget, type Database, deviceSensorColumns } from '@esp/db'
+import { csvCell, formatTimestamp, type JobSender, signArchiveLink } from '@esp/domain'
 import type { CsvArchivePayload } from '@esp/jobs'
 
 export interface CsvArchiveDeps {
-  database: Pick<Database, 'sql' | 'url'>
+  database: Database
   send: JobSender
   /** DATA_DIR/archives, which the api serves */
   archiveDir: string
@@ -16,9 +16,6 @@ export interface CsvArchiveDeps {
   now: () => Date
 }
 
-interface Target { id: number, name: string, email: string, username: string }
-interface Column { id: number, name: string, unit: string | null, measurement: string | null }
-
 /**
  * Writes every reading of a device to `<device>_<epoch ms>.csv` and mails whoever asked a signed
  * link valid for CSV_ARCHIVE_LINK_TTL_SECONDS (behaviour.md §11). The rows stream from COPY to the
@@ -26,24 +23,18 @@ interface Column { id: number, name: string, unit: string | null, measurement: s
  * under its name only when complete, and replaces the device's earlier archives.
  */
 export async function handleCsvArchive (deps: CsvArchiveDeps, payload: CsvArchivePayload): Promise<string | null> {
-  const sql = deps.database.sql
-  const [target] = await sql<Target[]>`
-    select d.id, d.name, u.email, u.username from devices d join users u on u.id = ${payload.userId}
-    where d.id = ${payload.deviceId} and d.archived_at is null`
+  const target = await csvArchiveTarget(deps.database, payload.deviceId, payload.userId)
   // Archived or deleted since the request, or the requester is gone: there is nobody to send it to.
-  if (target === undefined) return null
+  if (target === null) return null
   // Component order is sensor id order: stable between archives (behaviour.md §11).
-  const columns = await sql<Column[]>`
-    select s.id, s.name, s.unit, m.name as measurement
-    from components c join sensors s on s.id = c.sensor_id left join measurements m on m.id = s.measurement_id
-    where c.device_id = ${target.id} order by s.id`
+  const columns = await deviceSensorColumns(deps.database, target.id)
   const header = ['timestamp', ...columns.map((c) => csvCell(`${c.measurement ?? c.name} in ${c.unit ?? ''} (${c.name})`))].join(',') + '\n'
   const now = deps.now()
   const dir = path.join(deps.archiveDir, String(target.id))
   const file = `${target.id}_${now.getTime()}.csv`
   await mkdir(dir, { recursive: true })
   const partial = path.join(dir, `${file}.part`)
-  const copy = await copyOut(deps.database.url, archiveCopySql(target.id, columns.map((c) => c.id)), { applicationName: 'esp-csv-archive' })
+  const copy = await copyArchiveCsv(deps.database, target.id, columns.map((c) => c.id))
   try {
     await pipeline(async function * () {
       yield Buffer.from(header)
@@ -61,7 +52,7 @@ export async function handleCsvArchive (deps: CsvArchiveDeps, payload: CsvArchiv
 
   const expiresAt = new Date(now.getTime() + deps.linkTtlSeconds * 1000)
   const link = `${payload.baseUrl}${signArchiveLink(deps.linkSecret, target.id, file, expiresAt)}`
-  await deps.send(sql, 'mail', {
+  await deps.send(deps.database, 'mail', {
     to: target.email,
     subject: 'Device CSV Archive Ready',
     text: `Hello ${target.username},\n\nthe CSV archive of every reading of your device "${target.name}" is ready:\n\n${link}\n\n` +

@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises'
 import path from 'node:path'
-import { type Handle, inTransaction, pgDate, postgresRunner, type TimeSeriesEngine } from '@esp/db'
+import { clearLowBatteryNotices, deleteArchivedDevices, type Handle, inTransaction, markLowBatteries, markStoppedPublishing, type TimeSeriesEngine } from '@esp/db'
 import { formatTimestamp, type JobSender } from '@esp/domain'
 
 /**
@@ -24,23 +24,14 @@ export interface ScheduledDeps {
   }
 }
 
-const before = (now: Date, seconds: number): string => new Date(now.getTime() - seconds * 1000).toISOString()
+const before = (now: Date, seconds: number): Date => new Date(now.getTime() - seconds * 1000)
 
 /** Deletes devices archived longer than the grace period, with their readings in both engines and their archives. */
 export async function purgeArchivedDevices (deps: ScheduledDeps, now: Date): Promise<number[]> {
-  const ids = await inTransaction(deps.database, async (tx) => {
-    const rows = await tx.sql<{ id: number }[]>`
-      delete from devices where archived_at is not null and archived_at <= ${before(now, deps.settings.purgeGraceSeconds)}::timestamptz
-      returning id`
-    const deleted = rows.map((r) => r.id).sort((a, b) => a - b)
-    await deps.engine.purgeDevices(postgresRunner(tx.sql), deleted)
-    return deleted
-  })
+  const ids = await inTransaction(deps.database, async (tx) => await deleteArchivedDevices(tx, deps.engine, before(now, deps.settings.purgeGraceSeconds)))
   for (const id of ids) await rm(path.join(deps.archiveDir, String(id)), { recursive: true, force: true })
   return ids
 }
-
-interface Notice { id: number, name: string, email: string, username: string }
 
 /**
  * "Stopped publishing": once per outage. An outage is over when a reading newer than the last
@@ -48,19 +39,12 @@ interface Notice { id: number, name: string, email: string, username: string }
  */
 export async function notifyStoppedPublishing (deps: ScheduledDeps, now: Date): Promise<number[]> {
   return await inTransaction(deps.database, async (tx) => {
-    const rows = await tx.sql<(Notice & { last_reading_at: string })[]>`
-      update devices d set stopped_publishing_notified_at = ${now.toISOString()}::timestamptz
-      from users u
-      where u.id = d.owner_id and d.notify_stopped_publishing and d.archived_at is null
-        and d.last_reading_at <= ${before(now, deps.settings.stoppedAfterSeconds)}::timestamptz
-        and (d.stopped_publishing_notified_at is null or d.stopped_publishing_notified_at < d.last_reading_at)
-      returning d.id, d.name, u.email, u.username, d.last_reading_at::text`
+    const rows = await markStoppedPublishing(tx, now, before(now, deps.settings.stoppedAfterSeconds))
     for (const row of rows) {
-      const last = pgDate(row.last_reading_at)
-      await deps.send(tx.sql, 'mail', {
+      await deps.send(tx, 'mail', {
         to: row.email,
         subject: 'Device stopped publishing',
-        text: `Hello ${row.username},\n\nyour device "${row.name}" (id ${row.id}) has sent no reading since ${formatTimestamp(last)}.\n` +
+        text: `Hello ${row.username},\n\nyour device "${row.name}" (id ${row.id}) has sent no reading since ${formatTimestamp(row.lastReadingAt)}.\n` +
           'You get this notice once per outage; turn it off in the device settings.\n'
       })
     }
@@ -76,22 +60,10 @@ export async function notifyStoppedPublishing (deps: ScheduledDeps, now: Date): 
 export async function notifyLowBattery (deps: ScheduledDeps, now: Date): Promise<number[]> {
   const threshold = deps.settings.lowBatteryPercent
   return await inTransaction(deps.database, async (tx) => {
-    const battery = tx.sql`
-      select distinct on (lr.device_id) lr.device_id, lr.value
-      from latest_readings lr join sensors s on s.id = lr.sensor_id join measurements m on m.id = s.measurement_id
-      where m.name = 'battery' and lr.value is not null
-      order by lr.device_id, lr.recorded_at desc`
-    await tx.sql`
-      update devices d set low_battery_notified_at = null
-      from (${battery}) b where b.device_id = d.id and d.low_battery_notified_at is not null and b.value >= ${threshold}`
-    const rows = await tx.sql<(Notice & { value: number })[]>`
-      update devices d set low_battery_notified_at = ${now.toISOString()}::timestamptz
-      from (${battery}) b, users u
-      where b.device_id = d.id and u.id = d.owner_id and d.notify_low_battery and d.archived_at is null
-        and d.low_battery_notified_at is null and trunc(b.value) > 1 and b.value < ${threshold}
-      returning d.id, d.name, u.email, u.username, b.value`
+    await clearLowBatteryNotices(tx, threshold)
+    const rows = await markLowBatteries(tx, now, threshold)
     for (const row of rows) {
-      await deps.send(tx.sql, 'mail', {
+      await deps.send(tx, 'mail', {
         to: row.email,
         subject: 'Device battery low',
         text: `Hello ${row.username},\n\nthe battery of your device "${row.name}" (id ${row.id}) is at ${Math.trunc(row.value)}%.\n` +

@@ -1,6 +1,6 @@
 import type { AuthenticateError, AuthErrorCode, Client, PublishPacket, Subscription, AedesPublishPacket } from 'aedes'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Executor, Sql } from '@esp/db'
+import { findDevicePrivacy, findForwardingUser, type ForwardingUserRow, type Handle } from '@esp/db'
 import { ApiError, type Authenticator, type AuthThrottle, canManage, canSee, type CredentialGate, type DeviceTokenGuesses, safeEqual, type Viewer } from '@esp/domain'
 import { type DeviceMessageDeps, handleDeviceMessage } from './device-messages.js'
 import type { LiveFeed } from './live-feed.js'
@@ -15,8 +15,7 @@ interface Identity {
 }
 
 export interface AccessDeps {
-  db: Executor
-  sql: Sql
+  database: Handle
   /** checks access tokens given as the MQTT password; null where the server has no auth */
   authenticator: Authenticator | null
   /** the server's count of failed credential checks, shared with HTTP logins */
@@ -41,16 +40,9 @@ function addressOf (client: Client): string {
   return 'remoteAddress' in socket && typeof socket.remoteAddress === 'string' ? socket.remoteAddress : 'unknown'
 }
 
-async function forwardingUser (sql: Sql, username: string): Promise<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null } | undefined> {
-  const [user] = await sql<{ id: number, username: string, role: Viewer['role'], forwarding_token: string | null }[]>`
-    select id, username, role, forwarding_token from users
-    where forwarding_username = ${username} and archived_at is null`
-  return user
-}
-
 /** The forwarding token of the user with this forwarding username, or null. */
-export async function forwardingTokenOf (sql: Sql, username: string): Promise<string | null> {
-  return (await forwardingUser(sql, username))?.forwarding_token ?? null
+export async function forwardingTokenOf (h: Handle, username: string): Promise<string | null> {
+  return (await findForwardingUser(h, username))?.forwarding_token ?? null
 }
 
 /**
@@ -58,8 +50,8 @@ export async function forwardingTokenOf (sql: Sql, username: string): Promise<st
  * forwarding username, null when the token is wrong, counted by the throttle either way. One home
  * for the check, shared by the embedded broker and the clustered broker's auth backend.
  */
-export async function forwardingLogin (sql: Sql, gate: CredentialGate, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string } | null | 'not_forwarding'> {
-  const forwarding = await forwardingUser(sql, username)
+export async function forwardingLogin (h: Handle, gate: CredentialGate, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string } | null | 'not_forwarding'> {
+  const forwarding: ForwardingUserRow | undefined = await findForwardingUser(h, username)
   if (forwarding === undefined) return 'not_forwarding'
   const proved = await gate.verify(username, async () => forwarding.forwarding_token !== null && safeEqual(forwarding.forwarding_token, password) ? true : null)
   return proved === null ? null : { viewer: { id: forwarding.id, username: forwarding.username, role: forwarding.role }, forwardingToken: password }
@@ -74,7 +66,7 @@ export async function forwardingLogin (sql: Sql, gate: CredentialGate, username:
  */
 async function userOf (deps: AccessDeps, address: string, username: string, password: string): Promise<{ viewer: Viewer, forwardingToken: string | null } | null> {
   const gate = deps.throttle.gate(address)
-  const forwarding = await forwardingLogin(deps.sql, gate, username, password)
+  const forwarding = await forwardingLogin(deps.database, gate, username, password)
   if (forwarding !== 'not_forwarding') return forwarding
   const authenticator = deps.authenticator
   if (authenticator === null || password.split('.').length !== 3) return null
@@ -172,8 +164,7 @@ export function installAccess (broker: {
       return
     }
     if (scope.deviceId === null) { callback(null, subscription); return }
-    deps.sql<{ owner_id: number, is_private: boolean }[]>`
-      select owner_id, is_private from devices where id = ${scope.deviceId} and archived_at is null`.then(([device]) => {
+    findDevicePrivacy(deps.database, scope.deviceId).then((device) => {
       if (device === undefined) { deny(); return }
       if (!canSee(viewer, { ownerId: device.owner_id, isPrivate: device.is_private })) { deny(); return }
       callback(null, subscription)

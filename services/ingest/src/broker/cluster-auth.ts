@@ -1,14 +1,14 @@
 import { isIP } from 'node:net'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import fp from 'fastify-plugin'
-import { type Sql, trimOldest } from '@esp/db'
+import { type Handle, trimOldest } from '@esp/db'
 import { ApiError, type AuthThrottle, type DeviceTokenGuesses, errors, isActiveDeviceToken, safeEqual } from '@esp/domain'
 import { type DatabaseHealth, errorHandlerPlugin, listenWithFallback } from '@esp/http'
 import { forwardingLogin, forwardingTokenOf } from './access.js'
 import { parseDeviceTopic, subscriptionScope, topicOfRoutingKey } from './topics.js'
 
 export interface BrokerAuthDeps {
-  sql: Sql
+  database: Handle
   /** the server's count of failed credential checks, shared with HTTP logins */
   throttle: AuthThrottle
   /** guessed device tokens, counted with the embedded broker's and /add's */
@@ -93,7 +93,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
     const now = deps.now().getTime()
     if (known !== undefined && now - known.at < TOKEN_FRESH_MS) return known.active
     try {
-      const active = await isActiveDeviceToken(deps.sql, token)
+      const active = await isActiveDeviceToken(deps.database, token)
       tokens.delete(token)
       tokens.set(token, { active, at: now })
       trimOldest(tokens, TOKENS_KEPT)
@@ -126,7 +126,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
         return 'deny'
       }
       // No address comes with a login: the client id stands in for it, the account is counted.
-      const login = await forwardingLogin(deps.sql, deps.throttle.gate(`mqtt-client:${q.client_id ?? ''}`), username, password)
+      const login = await forwardingLogin(deps.database, deps.throttle.gate(`mqtt-client:${q.client_id ?? ''}`), username, password)
       // A forwarding username needs its token, even with no password: the subscribe check below
       // trusts the username. Any other name is a device's placeholder and no claim at all.
       return answer(login !== null)
@@ -190,7 +190,7 @@ export async function brokerAuthRoutes (app: FastifyInstance, deps: BrokerAuthDe
         if (scope.kind === 'live') return 'allow'
         if (scope.kind === 'forward') {
           // The login checked this username's token (above); the filter must name that token.
-          const forwardingToken = await forwardingTokenOf(deps.sql, username)
+          const forwardingToken = await forwardingTokenOf(deps.database, username)
           return answer(forwardingToken !== null && forwardingToken === scope.forwardingToken)
         }
       }

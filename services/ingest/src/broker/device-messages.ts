@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Sql } from '@esp/db'
+import type { Handle } from '@esp/db'
 import type { DatabaseHealth } from '@esp/http'
 import { markSeen, MAX_BODY_DEPTH, type MessageIngest, type MessageResult, nestedDeeperThan, REJECTION_REASONS, type RejectionReason, storeInventory, storeStatus } from '@esp/domain'
 import { parseRawPayload, RawPayloadError } from './raw-payload.js'
@@ -39,7 +39,7 @@ export const newStats = (): MqttStats => ({
 })
 
 export interface DeviceMessageDeps {
-  sql: Sql
+  database: Handle
   ingest: MessageIngest
   now: () => Date
   log: FastifyBaseLogger
@@ -89,7 +89,8 @@ function readingsData (topic: DeviceTopic, payload: Buffer, maxPayloadBytes: num
  * Readings the firmware sends are never lost without a word (issue 35; clients.md rule 40: at
  * QoS 0 every message accepted must be kept): an unreadable or invalid one goes to the batcher
  * too, which finds its device and notes the refusal in the device's ingest status; values of
- * unknown sensors are skipped and the rest stored. Both are counted (metrics.ts).
+ * unknown sensors are skipped and the rest stored. Both are counted (metrics.ts). The path:
+ * MessageIngest (a batch of a few ms), then domain storeMessages, then @esp/db ReadingsWriter (group commit).
  */
 export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: DeviceTopic, payload: Buffer): Promise<'unknown_device' | undefined> {
   const { stats, log, health } = deps
@@ -102,9 +103,9 @@ export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: Devic
   }
   let result: MessageResult
   try {
-    if (topic.kind === 'inventory') result = await storeInventory(deps.sql, payload, deps.now())
-    else if (topic.kind === 'info') result = await storeStatus(deps.sql, topic.token, payload, deps.now())
-    else if (topic.kind === 'hello') result = await markSeen(deps.sql, topic.token, deps.now())
+    if (topic.kind === 'inventory') result = await storeInventory(deps.database, payload, deps.now())
+    else if (topic.kind === 'info') result = await storeStatus(deps.database, topic.token, payload, deps.now())
+    else if (topic.kind === 'hello') result = await markSeen(deps.database, topic.token, deps.now())
     else {
       const parsed = readingsData(topic, payload, deps.maxPayloadBytes)
       if ('empty' in parsed) return
@@ -112,9 +113,9 @@ export async function handleDeviceMessage (deps: DeviceMessageDeps, topic: Devic
         ? { token: topic.token, data: undefined, refused: { reason: parsed.reason, message: parsed.error } }
         : { token: topic.token, data: parsed.data })
       if (outcome.status === 'stored') {
-        stats.readings += outcome.stored
-        stats.duplicates += outcome.duplicates
-        stats.skippedValues += outcome.skipped
+        stats.readings += outcome.result.stored
+        stats.duplicates += outcome.result.duplicates
+        stats.skippedValues += outcome.skipped.count
         return
       }
       if (outcome.status === 'rejected') {

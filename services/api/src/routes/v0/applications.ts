@@ -33,37 +33,37 @@ function safeDecode (value: string): string {
 export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['authentication']
-  const db = ctx.database.db
+  const database = ctx.database
 
   app.get('/applications', {
     schema: { tags, summary: 'Your OAuth client applications', operationId: 'listApplications', security: SIGNED_IN, response: { 200: Type.Array(Application), ...errorResponses(401, 429) } }
-  }, async (request) => await applications.listApplications(db, requireViewer(request)))
+  }, async (request) => await applications.listApplications(database, requireViewer(request)))
 
   app.post('/applications', {
     schema: { tags, summary: 'Register a client application: returns its client id (uid) and secret', operationId: 'createApplication', security: SIGNED_IN, body: ApplicationBody, response: { 201: Application, ...errorResponses(401, 422, 429) } }
   }, async (request, reply) => {
-    const created = await applications.createApplication(db, requireViewer(request), request.body, ctx.clock())
+    const created = await applications.createApplication(database, requireViewer(request), request.body, ctx.clock())
     reply.code(201)
     return created
   })
 
   app.get('/applications/:id', {
     schema: { tags, summary: 'One of your applications', operationId: 'getApplication', security: SIGNED_IN, params: Id, response: { 200: Application, ...errorResponses(401, 404, 429) } }
-  }, async (request) => applications.presentApplication(await applications.ownApplication(db, requireViewer(request), request.params.id), null))
+  }, async (request) => applications.presentApplication(await applications.ownApplication(database, requireViewer(request), request.params.id), null))
 
   for (const method of ['PATCH', 'PUT'] as const) {
     app.route({
       method,
       url: '/applications/:id',
       schema: { tags, summary: 'Update one of your applications', operationId: method === 'PATCH' ? 'updateApplication' : 'replaceApplication', security: SIGNED_IN, params: Id, body: ApplicationBody, response: { 200: Application, ...errorResponses(401, 404, 422, 429) } },
-      handler: async (request) => await applications.updateApplication(db, requireViewer(request), request.params.id, request.body, ctx.clock())
+      handler: async (request) => await applications.updateApplication(database, requireViewer(request), request.params.id, request.body, ctx.clock())
     })
   }
 
   app.delete('/applications/:id', {
     schema: { tags, summary: 'Delete one of your applications', operationId: 'deleteApplication', security: SIGNED_IN, params: Id, response: { 200: OkMessage, ...errorResponses(401, 404, 429) } }
   }, async (request) => {
-    await applications.deleteApplication(db, requireViewer(request), request.params.id)
+    await applications.deleteApplication(database, requireViewer(request), request.params.id)
     return { message: 'OK' }
   })
 
@@ -97,7 +97,7 @@ export async function applicationRoutes (fastify: FastifyInstance, ctx: ApiConte
       }
     }
     const now = ctx.clock()
-    const issued = await applications.passwordGrant(db, app.tokenSigner, credentialGate(request), {
+    const issued = await applications.passwordGrant(database, app.tokenSigner, credentialGate(request), {
       grantType: params.grant_type,
       clientId,
       clientSecret,

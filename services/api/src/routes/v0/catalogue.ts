@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { kits, measurements, sensors, tags as tagTable, tagSensors } from '@esp/db'
-import { catalogue, compileListQuery, type FilterSpec, isAdmin, listPage, OkMessage, referenceData } from '@esp/domain'
+import type { SensorRow } from '@esp/db'
+import { catalogue, compileListQuery, type FilterSpec, isAdmin, OkMessage, referenceData } from '@esp/domain'
 import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, sendJsonText, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -29,13 +29,13 @@ const idParam = (request: FastifyRequest): string => (request.params as { id: st
  */
 export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const db = ctx.database.db
+  const db = ctx.database
   // Single records and what lists embed come from the reference data in memory, never older
   // than a write that returned (reference-data.ts); lists and their filters stay in SQL.
   // A generation read after the request arrived; a token's check already read one (generations.ts).
   // Of the database the request reads (read-routing.ts): a replica's copy follows that replica.
   const fresh = async (request: FastifyRequest, reply?: FastifyReply) =>
-    await referenceData(request.reads.database.sql).fresh(reply === undefined ? undefined : performance.now() - reply.elapsedTime)
+    await referenceData(request.reads.database).fresh(reply === undefined ? undefined : performance.now() - reply.elapsedTime)
 
   /** Filters, sort and page of a catalogue list, with the pagination headers. */
   function page (request: FastifyRequest, reply: FastifyReply, spec: FilterSpec) {
@@ -71,13 +71,13 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   })
 
   // sensors
-  const presentSensors = async (request: FastifyRequest, rows: Array<typeof sensors.$inferSelect>) => {
+  const presentSensors = async (request: FastifyRequest, rows: SensorRow[]) => {
     const known = await fresh(request)
     return rows.map((s) => known.presentSensorRow(s))
   }
   app.get('/sensors', read('sensors', 'Sensors (paginated; filters on id, uuid, name, description, unit, measurement_id, parent_id, ancestry, created_at, updated_at)', 'listSensors', { list: catalogue.sensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.sensorFilters)
-    const [rows, known] = await Promise.all([listPage(request.reads.database.db, sensors, query, sensors.id, undefined, query.orderBy), fresh(request, reply)])
+    const [rows, known] = await Promise.all([catalogue.listSensors(request.reads.database, query), fresh(request, reply)])
     return done(rows).map((s) => known.presentSensorRow(s))
   })
   app.get('/sensors/:id', read('sensors', 'One sensor with its measurement', 'getSensor', SensorId), async (request: FastifyRequest, reply: FastifyReply) =>
@@ -103,7 +103,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // measurements
   app.get('/measurements', read('measurements', 'Measurements (paginated)', 'listMeasurements', { list: catalogue.measurementFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.measurementFilters)
-    return done(await listPage(request.reads.database.db, measurements, query, measurements.id)).map(catalogue.presentMeasurement)
+    return done(await catalogue.listMeasurements(request.reads.database, query)).map(catalogue.presentMeasurement)
   })
   app.get('/measurements/:id', read('measurements', 'One measurement', 'getMeasurement', MeasurementId), async (request: FastifyRequest, reply: FastifyReply) =>
     sendJsonText(reply, catalogue.measurementIn(await fresh(request, reply), idParam(request))))
@@ -127,7 +127,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // kits (older form)
   app.get('/kits', read('kits', 'Kits with their sensors and measurements (older form; paginated)', 'listKits', { list: catalogue.kitFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.kitFilters)
-    const [rows, known] = await Promise.all([listPage(request.reads.database.db, kits, query, kits.id), fresh(request, reply)])
+    const [rows, known] = await Promise.all([catalogue.listKits(request.reads.database, query), fresh(request, reply)])
     // The kept copy is no older than the page: its kits' views are made once per generation.
     return done(rows).map((k) => known.kitView(k.id) ?? known.presentKitRow(k))
   })
@@ -137,7 +137,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // tags
   app.get('/tags', read('tags', 'Tags that devices can carry (paginated)', 'listTags', { list: catalogue.tagFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagFilters)
-    return done(await listPage(request.reads.database.db, tagTable, query, tagTable.id)).map(catalogue.presentTag)
+    return done(await catalogue.listTags(request.reads.database, query)).map(catalogue.presentTag)
   })
   app.get('/tags/:id', read('tags', 'One tag, by id or name', 'getTag', TagKey), async (request: FastifyRequest, reply: FastifyReply) =>
     sendJsonText(reply, catalogue.tagIn(await fresh(request, reply), idParam(request))))
@@ -166,7 +166,7 @@ export async function catalogueRoutes (fastify: FastifyInstance, ctx: ApiContext
   // tag sensors
   app.get('/tag_sensors', read('tags', 'Tags of sensors (paginated)', 'listTagSensors', { list: catalogue.tagSensorFilters }), async (request, reply) => {
     const { query, done } = page(request, reply, catalogue.tagSensorFilters)
-    return done(await listPage(request.reads.database.db, tagSensors, query, tagSensors.id)).map(catalogue.presentTagSensor)
+    return done(await catalogue.listTagSensors(request.reads.database, query)).map(catalogue.presentTagSensor)
   })
   app.get('/tag_sensors/:id', read('tags', 'One tag of sensors', 'getTagSensor', TagSensorId), async (request: FastifyRequest, reply: FastifyReply) =>
     sendJsonText(reply, catalogue.tagSensorIn(await fresh(request, reply), idParam(request))))

@@ -46,7 +46,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
   const options = (request: FastifyRequest, creation = false) => ({ viewer: request.viewer, baseUrl: baseUrl(request), now: ctx.clock(), creation })
   // After a write, the device is read back as GET /devices/:id reads it.
   const reread = async (request: FastifyRequest, id: number, creation = false) =>
-    presentDevice(await loadDevice(ctx.database.sql, id, request.viewer), options(request, creation))
+    presentDevice(await loadDevice(ctx.database, id, request.viewer), options(request, creation))
 
   app.get('/devices', {
     schema: {
@@ -91,7 +91,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request) => {
     // The request's whole path: parse the id, one prepared statement, the access check, the presenter.
-    const device: DeviceRecord = await loadDevice(request.reads.database.sql, request.params.id, request.viewer)
+    const device: DeviceRecord = await loadDevice(request.reads.database, request.params.id, request.viewer)
     return presentDevice(device, options(request))
   })
 
@@ -106,7 +106,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request, reply) => {
     const viewer = requireViewer(request)
-    const row = await deviceService.createDevice(ctx.database.db, request.body, viewer, { now: ctx.clock() })
+    const row = await deviceService.createDevice(ctx.database, request.body, viewer, { now: ctx.clock() })
     reply.code(201)
     return await reread(request, row.id, true)
   })
@@ -126,8 +126,8 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       },
       handler: async (request) => {
         const viewer = requireViewer(request)
-        const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
-        const row = await deviceService.updateDevice(ctx.database.db, device, request.body ?? {}, viewer, { now: ctx.clock() })
+        const device = await loadDeviceRow(ctx.database, request.params.id, viewer)
+        const row = await deviceService.updateDevice(ctx.database, device, request.body ?? {}, viewer, { now: ctx.clock() })
         return await reread(request, row.id)
       }
     })
@@ -146,8 +146,8 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request, reply) => {
     const viewer = requireViewer(request)
-    const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
-    await deviceService.archiveDevice(ctx.database.db, device, viewer, ctx.clock())
+    const device = await loadDeviceRow(ctx.database, request.params.id, viewer)
+    await deviceService.archiveDevice(ctx.database, device, viewer, ctx.clock())
     // No payload at all, not the schema's null: nothing is serialized, so nothing is sent.
     await (reply as FastifyReply).code(200).send()
   })
@@ -165,8 +165,8 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request) => {
     const viewer = requireViewer(request)
-    const device = await loadDeviceRow(ctx.database.db, request.params.id, viewer)
-    const row = await deviceService.regenerateDeviceToken(ctx.database.db, device, viewer, ctx.clock())
+    const device = await loadDeviceRow(ctx.database, request.params.id, viewer)
+    const row = await deviceService.regenerateDeviceToken(ctx.database, device, viewer, ctx.clock())
     return await reread(request, row.id)
   })
 
@@ -180,7 +180,7 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       response: { 200: Type.Ref('Device'), ...errorResponses(401, 403, 404, 429) }
     }
   }, async (request) => {
-    const row = await deviceService.restoreDevice(ctx.database.db, request.params.id, requireViewer(request), ctx.clock())
+    const row = await deviceService.restoreDevice(ctx.database, request.params.id, requireViewer(request), ctx.clock())
     return await reread(request, row.id)
   })
 }

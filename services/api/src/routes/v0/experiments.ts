@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { type TSchema, Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { experiments } from '@esp/db'
-import { compileListQuery, experimentService, isAdmin, listPage, OkMessage } from '@esp/domain'
+import type { ExperimentRow } from '@esp/db'
+import { compileListQuery, experimentService, isAdmin, OkMessage } from '@esp/domain'
 import { documentedAs, errorResponses, listQuery, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -36,15 +36,15 @@ const Body = Type.Optional(Type.Object({
 export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContext): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const tags = ['experiments']
-  const db = ctx.database.db
-  const present = async (request: FastifyRequest, rows: Array<typeof experiments.$inferSelect>) =>
-    await experimentService.presentExperiments(request.reads.database.db, rows, request.viewer, ctx.clock())
+  const db = ctx.database
+  const present = async (request: FastifyRequest, rows: ExperimentRow[]) =>
+    await experimentService.presentExperiments(request.reads.database, rows, request.viewer, ctx.clock())
 
   app.get('/experiments', {
     schema: { tags, summary: 'Experiments (paginated; filters on id, name, description, owner_id, is_test, starts_at, ends_at, created_at, updated_at)', operationId: 'listExperiments', querystring: ListQuery, response: { 200: Type.Array(Experiment), ...errorResponses(400, 429) } }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), experimentService.experimentFilters, { admin: isAdmin(request.viewer) })
-    const result = await listPage(request.reads.database.db, experiments, query, experiments.id)
+    const result = await experimentService.listExperiments(request.reads.database, query)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total: result.total })
     return await present(request, result.rows)
   })
@@ -61,7 +61,7 @@ export async function experimentRoutes (fastify: FastifyInstance, ctx: ApiContex
     const legacy = base.startsWith('/experiment/')
     app.get(base, {
       schema: { tags, summary: 'One experiment', operationId: legacy ? 'getExperimentOlderPath' : 'getExperiment', params: Id, response: { 200: Experiment, ...errorResponses(404, 429) } }
-    }, async (request) => (await present(request, [await experimentService.findExperiment(request.reads.database.db, request.params.id)]))[0])
+    }, async (request) => (await present(request, [await experimentService.findExperiment(request.reads.database, request.params.id)]))[0])
 
     for (const method of ['PATCH', 'PUT'] as const) {
       app.route({

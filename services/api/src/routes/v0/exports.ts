@@ -109,7 +109,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
     }
   }, async (request, reply) => {
     const link = verifyArchiveLink(ctx.exports.linkSecret, { deviceId: request.params.device_id, file: request.params.file, ...request.query }, ctx.clock())
-    await findDeviceAccess(ctx.database.sql, String(link.deviceId))
+    await findDeviceAccess(ctx.database, String(link.deviceId))
     const file = path.join(ctx.exports.archiveDir, String(link.deviceId), link.file)
     const size = await stat(file).then((s) => s.size, () => null)
     if (size === null) throw errors.notFound('CSV archive', link.file)
@@ -240,5 +240,5 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
       params: Type.Object({ device_id: DeviceId, import_id: recordIdParam('CSV import', 20) }),
       response: { 200: Import, ...errorResponses(401, 403, 404, 429) }
     }
-  }, async (request) => await csvImportStatus(ctx.database.sql, request.viewer, request.params.device_id, request.params.import_id))
+  }, async (request) => await csvImportStatus(ctx.database, request.viewer, request.params.device_id, request.params.import_id))
 }

@@ -57,11 +57,11 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
         if (picture !== undefined && detectImageType(picture) === null) {
           throw errors.unprocessable({ profile_picture: ['must be a PNG, JPEG, GIF or WebP image'] })
         }
-        const target = await userService.findUser(ctx.database.db, viewer.id)
-        let row = await userService.updateUser(ctx.database.db, target, input as never, viewer, ctx.clock)
+        const target = await userService.findUser(ctx.database, viewer.id)
+        let row = await userService.updateUser(ctx.database, target, input as never, viewer, ctx.clock)
         if (picture !== undefined) {
           const key = await ctx.uploads.saveImage(picture)
-          row = await userService.setProfilePicture(ctx.database.db, viewer.id, key, ctx.clock())
+          row = await userService.setProfilePicture(ctx.database, viewer.id, key, ctx.clock())
         }
         return await renderUser(ctx, request, row)
       }
@@ -72,8 +72,8 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
     schema: { tags, summary: 'Delete (archive) the current user and their devices', operationId: 'deleteMe', security: SIGNED_IN, response: { 200: OkMessage, ...errorResponses(401, 429) } }
   }, async (request) => {
     const viewer = requireViewer(request)
-    const target = await userService.findUser(ctx.database.db, viewer.id)
-    await userService.archiveUser(ctx.database.db, target, viewer, ctx.clock)
+    const target = await userService.findUser(ctx.database, viewer.id)
+    await userService.archiveUser(ctx.database, target, viewer, ctx.clock)
     return { message: 'OK' }
   })
 

@@ -25,7 +25,7 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
     const params = mergedParams(request)
     const identifier = params.email ?? params.username ?? params.email_or_username
     if (identifier === undefined || identifier.trim() === '') throw errors.parameterMissing(['email_or_username'])
-    await requestPasswordReset(ctx.database.sql, ctx.send, { identifier, baseUrl: baseUrl(request), ttlSeconds: ctx.settings.passwordResetTtlSeconds, now: ctx.clock() })
+    await requestPasswordReset(ctx.database, ctx.send, { identifier, baseUrl: baseUrl(request), ttlSeconds: ctx.settings.passwordResetTtlSeconds, now: ctx.clock() })
     return { message: RESET_MESSAGE }
   })
 
@@ -37,7 +37,7 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
       handler: async (request) => {
         // A wrong code is a failed credential check of the address; a valid one always passes.
         const user = await credentialGate(request).verifyToken(async () =>
-          await nullWhenNotFound(async () => await userForResetToken(ctx.database.db, request.params.token, ctx.clock())))
+          await nullWhenNotFound(async () => await userForResetToken(ctx.database, request.params.token, ctx.clock())))
         if (user === null) throw unknownCode()
         return presentUser(user, { viewer: null, baseUrl: baseUrl(request), devices: [] })
       }
@@ -59,7 +59,7 @@ export async function passwordResetRoutes (fastify: FastifyInstance, ctx: ApiCon
       handler: async (request, reply) => {
         // The code first, by its hash: a wrong one costs no password hash, and is counted.
         const pending = await credentialGate(request).verifyToken(async () =>
-          await nullWhenNotFound(async () => await userForResetToken(ctx.database.db, request.params.token, ctx.clock())))
+          await nullWhenNotFound(async () => await userForResetToken(ctx.database, request.params.token, ctx.clock())))
         if (pending === null) throw unknownCode()
         const user = await completePasswordReset(ctx.database, request.params.token, mergedParams(request).password, ctx.clock())
         // The mailbox proved the owner: strangers' lockout of the account ends, this client is trusted.

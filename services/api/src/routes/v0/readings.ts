@@ -73,7 +73,7 @@ export async function readingHistoryRoutes (fastify: FastifyInstance, ctx: ApiCo
     }
   }, async (request, reply) => {
     const deviceId = parseDeviceId(request.params.device_id)
-    const access = findDeviceAccess(request.reads.database.sql, deviceId).then((device) => { assertCanSee(request.viewer, device) })
+    const access = findDeviceAccess(request.reads.database, deviceId).then((device) => { assertCanSee(request.viewer, device) })
     // A JSON-P or pretty answer is rewritten whole by the representation plugin: not streamed.
     const enveloped = rewrittenWhole(request)
     const history = {

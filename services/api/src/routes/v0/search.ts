@@ -21,7 +21,7 @@ export async function searchRoutes (fastify: FastifyInstance, _ctx: ApiContext):
     const params = new URLSearchParams()
     for (const key of ['page', 'per_page']) { const v = rawQuery(request).get(key); if (v !== null) params.set(key, v) }
     const { page, perPage } = compileListQuery(params, {}, { admin: false })
-    const { total, items } = await search(request.reads.database.sql, request.query.q, { page, perPage }, request.viewer, baseUrl(request))
+    const { total, items } = await search(request.reads.database, request.query.q, { page, perPage }, request.viewer, baseUrl(request))
     setPaginationHeaders(request, reply, { page, perPage, total })
     reply.header('cache-control', 'max-age=5, public')
     return items

@@ -40,7 +40,7 @@ export async function sessionRoutes (fastify: FastifyInstance, ctx: ApiContext):
     const params = mergedParams(request)
     const missing = ['username', 'password'].filter((key) => params[key] === undefined)
     if (missing.length > 0) throw errors.parameterMissing(missing)
-    const issued = await login(ctx.database.db, app.tokenSigner, credentialGate(request), {
+    const issued = await login(ctx.database, app.tokenSigner, credentialGate(request), {
       login: params.username ?? '',
       password: params.password ?? '',
       ttlSeconds: ctx.settings.accessTokenTtlSeconds,
@@ -66,7 +66,7 @@ export async function sessionRoutes (fastify: FastifyInstance, ctx: ApiContext):
     requireViewer(request)
     const now = ctx.clock()
     const tokens = new Set([request.accessToken, sessionTokenOf(request)].filter((token): token is string => token !== null && token !== undefined))
-    for (const token of tokens) await revokeToken(ctx.database.db, token, now)
+    for (const token of tokens) await revokeToken(ctx.database, token, now)
     clearSessionCookie(request, reply)
     return { message: 'OK' }
   })

@@ -61,7 +61,7 @@ export async function uploadRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     const type = detectImageType(file)
     if (type === null || !policy.key.endsWith(`.${type}`)) throw errors.unprocessable({ file: ['must be an image of the type the key names'] })
     await ctx.uploads.write(policy.key, file)
-    await userService.setProfilePicture(ctx.database.db, policy.userId, policy.key, ctx.clock())
+    await userService.setProfilePicture(ctx.database, policy.userId, policy.key, ctx.clock())
     return reply.code(fields.success_action_status === '201' ? 201 : fields.success_action_status === '204' ? 204 : 200).send()
   })
 }

@@ -22,11 +22,11 @@ function present (request: FastifyRequest, rows: UserRow[], deviceRows: DeviceRe
  */
 export async function renderUsers (ctx: ApiContext, request: FastifyRequest, rows: UserRow[]): Promise<UserView[]> {
   const now = ctx.clock()
-  return present(request, rows, await deviceService.devicesOfOwners(request.reads.database.sql, rows.map((r) => r.id), request.viewer), now)
+  return present(request, rows, await deviceService.devicesOfOwners(request.reads.database, rows.map((r) => r.id), request.viewer), now)
 }
 
 export async function renderUser (ctx: ApiContext, request: FastifyRequest, row: UserRow): Promise<UserView> {
-  return renderOne(ctx, request, row, await deviceService.devicesOfOwners(request.reads.database.sql, [row.id], request.viewer))
+  return renderOne(ctx, request, row, await deviceService.devicesOfOwners(request.reads.database, [row.id], request.viewer))
 }
 
 /**
@@ -35,8 +35,8 @@ export async function renderUser (ctx: ApiContext, request: FastifyRequest, row:
  */
 export async function renderUserByKey (ctx: ApiContext, request: FastifyRequest, key: string | number): Promise<UserView> {
   const id = recordId(key)
-  if (id === null) return await renderUser(ctx, request, await userService.findUser(request.reads.database.db, key))
-  const { user, devices } = await deviceService.userWithDevices(request.reads.database.sql, id, request.viewer)
+  if (id === null) return await renderUser(ctx, request, await userService.findUser(request.reads.database, key))
+  const { user, devices } = await deviceService.userWithDevices(request.reads.database, id, request.viewer)
   return renderOne(ctx, request, user, devices)
 }
 

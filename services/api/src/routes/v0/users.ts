@@ -23,7 +23,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
     }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), userService.userFilters, { admin: isAdmin(request.viewer) })
-    const { rows, total } = await userService.listUsers(request.reads.database.db, query)
+    const { rows, total } = await userService.listUsers(request.reads.database, query)
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
     return await renderUsers(ctx, request, rows)
   })
@@ -41,7 +41,7 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
       response: { 201: Type.Ref('User'), ...errorResponses(400, 401, 403, 422, 429) }
     }
   }, async (request, reply) => {
-    const row = await userService.registerUser(ctx.database.db, request.body, request.viewer)
+    const row = await userService.registerUser(ctx.database, request.body, request.viewer)
     reply.code(201)
     // The creation response is the anonymous view with uuid null (contract: POST /users).
     return presentUser(row, { viewer: null, baseUrl: baseUrl(request), devices: [], creation: true })
@@ -49,8 +49,8 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
 
   const update = async (request: { params: { id_or_username: string }, body: Record<string, unknown> | undefined } & Parameters<typeof renderUser>[1]) => {
     const viewer = requireViewer(request)
-    const target = await userService.findUser(ctx.database.db, request.params.id_or_username)
-    const row = await userService.updateUser(ctx.database.db, target, (request.body ?? {}) as never, viewer, ctx.clock)
+    const target = await userService.findUser(ctx.database, request.params.id_or_username)
+    const row = await userService.updateUser(ctx.database, target, (request.body ?? {}) as never, viewer, ctx.clock)
     return await renderUser(ctx, request, row)
   }
   for (const method of ['PATCH', 'PUT'] as const) {
@@ -74,8 +74,8 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
     schema: { tags, summary: 'Delete (archive) a user and their devices (the user or an admin)', operationId: 'deleteUser', security: SIGNED_IN, params: IdOrUsername, response: { 200: OkMessage, ...errorResponses(401, 403, 404, 429) } }
   }, async (request) => {
     const viewer = requireViewer(request)
-    const target = await userService.findUser(ctx.database.db, request.params.id_or_username)
-    await userService.archiveUser(ctx.database.db, target, viewer, ctx.clock)
+    const target = await userService.findUser(ctx.database, request.params.id_or_username)
+    await userService.archiveUser(ctx.database, target, viewer, ctx.clock)
     return { message: 'OK' }
   })
 

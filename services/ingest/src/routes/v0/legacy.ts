@@ -41,7 +41,7 @@ export async function legacyRoutes (fastify: FastifyInstance, ctx: IngestRouteCo
 
   const store = async ({ address, mac, data, apiKey, log }: AddRequest): Promise<void> => {
     if (ctx.guesses.locked(address)) return
-    const device = await legacyAddDevice(ctx.database.sql, mac, apiKey)
+    const device = await legacyAddDevice(ctx.database, mac, apiKey)
     if (device === null) {
       // Each distinct MAC once, as a token: a kit repeating the MAC of an archived device is one guess.
       await ctx.guesses.failed(address, `mac:${legacyMac(mac) ?? mac.trim().toLowerCase().slice(0, 64)}`)

@@ -63,7 +63,7 @@ export async function readingRoutes (fastify: FastifyInstance, ctx: IngestRouteC
       response: { 200: Stored, ...errorResponses(400, 401, 403, 404, 413, 422, 429) }
     }
   }, async (request) => {
-    const device = await findDeviceAccess(ctx.database.sql, request.params.device_id)
+    const device = await findDeviceAccess(ctx.database, request.params.device_id)
     assertCanWrite(request.viewer, device)
     if (request.body.data === undefined) throw errors.parameterMissing(['data'])
     const result = await ingestReadings(ctx.ingest, device, request.body.data)

@@ -1,3 +1,6 @@
+import type { Database } from '../client.js'
+import { copyOut, type CopyOut } from '../copy-out.js'
+
 /**
  * COPY statements of the exports. postgres.js streams the bytes (`.readable()`) with
  * backpressure and no row objects are built, so memory stays constant. COPY takes no bind parameters, so every value put
@@ -100,7 +103,38 @@ export function archiveCopySql (deviceId: number, sensorIds: number[]): string {
     from readings where device_id = ${int(deviceId)} group by recorded_at order by recorded_at) to stdout with (format csv)`
 }
 
-/** A CSV cell: quoted only when it must be (RFC 4180), so plain headers stay as the platform wrote them. */
-export function csvCell (text: string): string {
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text
+/*
+ * The COPYs opened: each on a connection of its own to the database's url (copyOut says why).
+ */
+
+/** A device's readings in a range as binary COPY rows (CopyRows), by sensor then time. */
+export async function copyDeviceReadings (database: Pick<Database, 'url'>, range: ExportRange): Promise<CopyOut> {
+  return await copyOut(database.url, exportCopySql(range), { applicationName: 'esp-export' })
+}
+
+/** A device's readings of these sensors in a range as binary COPY rows (CopyRows), by time (the wide CSV). */
+export async function copyDeviceReadingsByTime (database: Pick<Database, 'url'>, range: ExportRange, sensorIds: readonly number[]): Promise<CopyOut> {
+  return await copyOut(database.url, exportByTimeCopySql(range, sensorIds), { applicationName: 'esp-export' })
+}
+
+/** rows a window of the export across devices aims at (at one reading a minute a pair), and the sort memory they take */
+const WINDOW_ROWS = 500_000
+const WINDOW_WORK_MEM = '64MB'
+const MINUTE_MS = 60_000
+
+/**
+ * The readings of the pairs (exportPairs), each between its first and last reading, as binary COPY
+ * rows with the device (CopyRows), by time, then device, then sensor (devicesExportCopySql).
+ */
+export async function copyDevicesReadings (database: Pick<Database, 'url'>, pairs: ReadonlyArray<{ deviceId: number, sensorId: number, first: Date, last: Date }>): Promise<CopyOut> {
+  const first = pairs.reduce((min, p) => Math.min(min, p.first.getTime()), Infinity)
+  const last = pairs.reduce((max, p) => Math.max(max, p.last.getTime()), -Infinity)
+  const windowMs = Math.min(7 * 24 * 60, Math.max(60, Math.floor(WINDOW_ROWS / Math.max(1, pairs.length)))) * MINUTE_MS
+  const range = pairs.length === 0 ? { pairs, from: new Date(0), until: new Date(0), windowMs } : { pairs, from: new Date(first), until: new Date(last + 1), windowMs }
+  return await copyOut(database.url, devicesExportCopySql(range), { applicationName: 'esp-export', workMem: WINDOW_WORK_MEM })
+}
+
+/** A device's CSV archive rows (archiveCopySql) as CSV text, without the header. */
+export async function copyArchiveCsv (database: Pick<Database, 'url'>, deviceId: number, sensorIds: number[]): Promise<CopyOut> {
+  return await copyOut(database.url, archiveCopySql(deviceId, sensorIds), { applicationName: 'esp-csv-archive' })
 }

@@ -1,4 +1,8 @@
-import { type Database, ensureComponents, KnownComponents, postgresRunner, type ReadingRow, type TimeSeriesEngine, type WriteFrame, writeReadings, type WriteResult } from '@esp/db'
+import type { Database } from '../client.js'
+import { engineName, postgresRunner, type ReadingRow, type TimeSeriesEngine } from './engine.js'
+import { nativeEngine } from './native.js'
+import { timescaleEngine } from './timescale.js'
+import { ensureComponents, KnownComponents, type WriteFrame, writeReadings, type WriteResult } from './writes.js'
 
 const TRANSACTION: WriteFrame = { before: [{ text: 'begin' }], after: [{ text: 'commit' }] }
 
@@ -18,9 +22,10 @@ export interface WriterOptions {
 /**
  * Group commit for readings: writes that arrive while a transaction is in flight wait (no timer)
  * and go together in the next one, so many small acknowledged-after-commit writes (HTTP batches,
- * MQTT messages) share statements and one commit. Each caller still learns exactly what of its own
- * rows was stored; the first write of a (device, sensor, time) wins, in arrival order. If a shared
- * transaction fails, each write is retried alone, so one bad write cannot fail its neighbours.
+ * MQTT messages, steps of a CSV import) share statements and one commit. Each caller still learns
+ * exactly what of its own rows was stored; the first write of a (device, sensor, time) wins, in
+ * arrival order. If a shared transaction fails, each write is retried alone, so one bad write
+ * cannot fail its neighbours. The one batching layer of the ingest (domain storeMessages).
  */
 export class ReadingsWriter {
   private readonly queue: Pending[] = []
@@ -41,8 +46,8 @@ export class ReadingsWriter {
   }
 
   /**
-   * Several callers' writes queued at once (a batch of MQTT messages), so they share a
-   * transaction; each gets its own result, in order.
+   * Several callers' writes queued at once (a batch of messages), so they share a transaction;
+   * each gets its own result, in order.
    */
   async writeAll (writes: ReadingRow[][]): Promise<WriteResult[]> {
     const results = writes.map(async (rows) => rows.length === 0
@@ -107,4 +112,15 @@ export class ReadingsWriter {
       pending.resolve({ stored: inserted.length, duplicates: pending.rows.length - inserted.length, inserted })
     }
   }
+}
+
+/**
+ * A writer on the engine the database was migrated with. `ahead`: times whose partitions are
+ * made now (native engine), so that no device waits for the coming months' tables.
+ */
+export async function openReadingsWriter (database: Database, ahead: Iterable<Date> = [], options: WriterOptions = {}): Promise<ReadingsWriter> {
+  const runner = postgresRunner(database.sql)
+  const engine = (await engineName(runner)) === 'timescale' ? timescaleEngine() : nativeEngine()
+  await engine.prepare(runner, ahead)
+  return new ReadingsWriter(database, engine, options)
 }

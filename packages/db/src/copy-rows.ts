@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream'
-import { COPY_BINARY_SIGNATURE, timestampMsAt } from '@esp/db'
+import { COPY_BINARY_SIGNATURE, timestampMsAt } from './copy-binary.js'
 
 /** the largest binary row: 2 + (4 + 8) + (4 + 4) + (4 + 8) bytes, and (4 + 4) more with the device */
 const MAX_ROW = 42
