@@ -66,7 +66,7 @@ const lines = [
   '# Benchmarks',
   '',
   `Measured ${results.at} on ${results.machine}${quick ? ' (--quick sizes: not figures)' : ''}, with \`pnpm bench${cases.length > 0 ? ` ${cases.join(' ')}` : ''}\`${cases.length > 0 ? '; the other cases\' figures are those of their last run (docs/benchmarks.json)' : ''}.`,
-  'Each figure stands next to a baseline measured in the same run on the same database.',
+  'Each figure stands next to a baseline measured in the same run on the same database. What each case measures is at the end of this page; the history of findings and profiles is [test/bench/findings.md](../test/bench/findings.md).',
   ''
 ]
 if (results.ingest !== undefined) {
@@ -234,7 +234,8 @@ if (results.cost !== undefined) {
     ...(a.loopDelay === undefined ? [] : [`| the event loop's longest delay under attack (p99) | ${a.loopDelay.maxMs} ms (${a.loopDelay.p99Ms} ms) | | | | |`]),
     `| the caller's answers other than 2xx under attack (503 among them) | ${a.attacked.non2xx} | alone ${a.quiet.non2xx} | | 0 | ${meets(a.attacked.non2xx === 0)} |`, '')
 }
-lines.push(readFileSync(path.join(import.meta.dirname, 'findings.md'), 'utf8').trimEnd())
+// What each case measures, and where the history of findings is (test/bench/findings.md, not copied here).
+lines.push(readFileSync(path.join(import.meta.dirname, 'cases.md'), 'utf8').trimEnd())
 mkdirSync(path.join(root, 'docs'), { recursive: true })
 writeFileSync(jsonFile, `${JSON.stringify(results, null, 2)}\n`)
 writeFileSync(path.join(root, 'docs', `benchmarks${suffix}.md`), `${lines.join('\n')}\n`)

@@ -6,17 +6,19 @@ import t, { type Test } from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
 import { KIT_SENSORS } from '../../scripts/demo-world.js'
 import { PHYSICAL_RANGES, quantityOfSensor } from '../../scripts/sensor-values.js'
-import { HTTP_LINE, repoRoot, startProcess, tempDataDir } from '../helpers/process.js'
+import { HTTP_LINE, repoRoot, startProcess, tempDataDir } from '@esp/test-helpers/process'
 
 /**
- * The README's walkthrough, from "Try it" to the "Benchmarks" heading, runs as written against a
- * platform started as the README says (`pnpm start`, with the admin it names), so a new user's
+ * The walkthrough (docs/walkthrough.md, from its top to "The explorer" heading), runs as written
+ * against a platform started as it says (`pnpm start`, with the admin it names), so a new user's
  * first ten minutes cannot break unnoticed. Every ```bash block runs in order in one bash, with
  * `set -e`; curl must get a status below 400, or the status its line's comment names (`# 404 ...`).
- * Then, as a reader going on down the README, `pnpm demo` (the explorer's section) and the
- * analysts' session run on the same platform, and their answers are checked: the ids the README
+ * Then, as a reader going on down the page, `pnpm demo` (the explorer's section) and the
+ * analysts' session run on the same platform, and their answers are checked: the ids the page
  * names are the devices it says they are, and every value is inside its measurement's physical range.
+ * A second test checks that every relative link of README.md and docs/*.md names a file that exists.
  */
+const WALKTHROUGH = path.join(repoRoot, 'docs', 'walkthrough.md')
 const MQTT_LINE = /MQTT\s+mqtt:\/\/([\d.]+):(\d+)/
 
 /**
@@ -26,7 +28,7 @@ const MQTT_LINE = /MQTT\s+mqtt:\/\/([\d.]+):(\d+)/
  */
 const PRELUDE = String.raw`
 set -Eeuo pipefail
-trap 'echo "README command failed (exit $?): $BASH_COMMAND" >&2' ERR
+trap 'echo "walkthrough command failed (exit $?): $BASH_COMMAND" >&2' ERR
 ESP_EXPECT=
 curl () {
   local err rc=0 status n
@@ -53,17 +55,16 @@ curl () {
 `
 
 export interface Walkthrough {
-  /** the variables of the README's `... pnpm start` line */
+  /** the variables of the walkthrough's `... pnpm start` line */
   startEnv: Record<string, string>
   /** the ```bash blocks, in order */
   blocks: string[]
 }
 
-export function walkthrough (readme: string): Walkthrough {
-  const from = readme.indexOf('\nTry it')
-  const to = readme.indexOf('\n### Benchmarks')
-  if (from < 0 || to < from) throw new Error('the README has no walkthrough from "Try it" to "### Benchmarks"')
-  const text = readme.slice(from, to)
+export function walkthrough (page: string): Walkthrough {
+  const to = page.indexOf('\n## The explorer')
+  if (to < 0) throw new Error('docs/walkthrough.md has no "## The explorer" heading, where the walkthrough ends')
+  const text = page.slice(0, to)
   const startLine = /^```sh\n(.*pnpm start)\n```/m.exec(text)?.[1] ?? ''
   const startEnv = Object.fromEntries([...startLine.matchAll(/(\w+)=('[^']*'|\S+)/g)].map(([, key = '', value = '']) => [key, value.replace(/^'(.*)'$/, '$1')]))
   const blocks = [...text.matchAll(/^```bash\n([\s\S]*?)^```/gm)].map((m) => m[1] ?? '')
@@ -71,10 +72,10 @@ export function walkthrough (readme: string): Walkthrough {
 }
 
 /** The "For analysts" session: the first ```sh block under its heading. */
-export function analystSession (readme: string): string {
-  const from = readme.indexOf('\n## For analysts')
-  const block = from < 0 ? null : /^```sh\n([\s\S]*?)^```/m.exec(readme.slice(from))
-  if (block === null) throw new Error('the README has no analysts\' session under "## For analysts"')
+export function analystSession (page: string): string {
+  const from = page.indexOf('\n## For analysts')
+  const block = from < 0 ? null : /^```sh\n([\s\S]*?)^```/m.exec(page.slice(from))
+  if (block === null) throw new Error('docs/walkthrough.md has no analysts\' session under "## For analysts"')
   return block[1] ?? ''
 }
 
@@ -100,9 +101,9 @@ async function runBash (script: string, options: { cwd: string, env: Record<stri
   return { code, stdout, stderr }
 }
 
-t.test('the README walkthrough runs as written against a started platform', async (t) => {
-  const { startEnv, blocks } = walkthrough(readFileSync(path.join(repoRoot, 'README.md'), 'utf8'))
-  t.ok(startEnv.ADMIN_USERNAME !== undefined && startEnv.ADMIN_PASSWORD !== undefined, 'the README starts the platform with an admin')
+t.test('the walkthrough runs as written against a started platform', async (t) => {
+  const { startEnv, blocks } = walkthrough(readFileSync(WALKTHROUGH, 'utf8'))
+  t.ok(startEnv.ADMIN_USERNAME !== undefined && startEnv.ADMIN_PASSWORD !== undefined, 'the walkthrough starts the platform with an admin')
   t.ok(blocks.length >= 6, `the walkthrough's bash blocks (${blocks.length})`)
 
   const dataDir = tempDataDir(t)
@@ -119,7 +120,7 @@ t.test('the README walkthrough runs as written against a started platform', asyn
   const mqttPort = (await platform.waitFor(MQTT_LINE))[2] ?? ''
   t.comment(`platform up in ${Date.now() - started} ms`)
 
-  // The README's commands write files (me.png, sd-card.csv, readings.ndjson) where they run, and
+  // The walkthrough's commands write files (me.png, sd-card.csv, readings.ndjson) where they run, and
   // `pnpm simulate` needs the workspace: a folder of the test's own under the ignored .data.
   mkdirSync(path.join(repoRoot, '.data'), { recursive: true })
   const cwd = mkdtempSync(path.join(repoRoot, '.data', 'readme-'))
@@ -158,12 +159,12 @@ t.test('the README walkthrough runs as written against a started platform', asyn
   t.equal(vars.device, '1', 'the walkthrough\'s Balcony is device 1')
   t.equal(vars.kitchen, '2', 'and its Kitchen device 2')
 
-  // Going on down the README: the explorer's `pnpm demo`, then the analysts' session.
-  const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8')
-  t.ok(/^pnpm demo\b/m.test(readme.slice(readme.indexOf('\n## The explorer'))), 'the explorer\'s section has the reader run pnpm demo')
-  const session = analystSession(readme)
-  // The session's exports cost an anonymous caller about 60 of the minute's 90 units (README,
-  // "Rate limits"). A reader reads on for a while between the walkthrough and it; the test waits,
+  // Going on down the page: the explorer's `pnpm demo`, then the analysts' session.
+  const page = readFileSync(WALKTHROUGH, 'utf8')
+  t.ok(/^pnpm demo\b/m.test(page.slice(page.indexOf('\n## The explorer'))), 'the explorer\'s section has the reader run pnpm demo')
+  const session = analystSession(page)
+  // The session's exports cost an anonymous caller about 60 of the minute's 90 units
+  // (docs/authentication.md, "Rate limits"). A reader reads on for a while between the walkthrough and it; the test waits,
   // when it must, for the minute the walkthrough used to end instead of raising the limit.
   const probe = await fetch(`${base}/v0/`)
   if (Number(probe.headers.get('x-ratelimit-remaining') ?? 90) < 75) {
@@ -179,6 +180,41 @@ t.test('the README walkthrough runs as written against a started platform', asyn
   t.comment(`pnpm demo and the analysts' session ran in ${Date.now() - started} ms since the start`)
   t.equal(analyst.code, 0, 'pnpm demo and every command of the analysts\' session succeed', { stderr: analyst.stderr.slice(-4000), platform: platform.output().slice(-2000) })
   await checkAnalystAnswers(t, { base, session, answers, cwd, adminToken: vars.admin ?? '', balcony: Number(vars.device), kitchen: Number(vars.kitchen) })
+})
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string): string => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+
+/** A Markdown page's text outside fenced code blocks, where its links and headings are. */
+const prose = (text: string): string => text.replace(/^```[\s\S]*?^```/gm, '')
+
+/** The anchors of a page's headings (a repeated heading's second anchor ends in -1, as on GitHub). */
+function anchorsOf (text: string): Set<string> {
+  const anchors = new Set<string>()
+  for (const [, heading = ''] of prose(text).matchAll(/^#{1,6}\s+(.*)$/gm)) {
+    const base = anchorOf(heading)
+    let anchor = base
+    for (let n = 1; anchors.has(anchor); n++) anchor = `${base}-${n}`
+    anchors.add(anchor)
+  }
+  return anchors
+}
+
+t.test('every relative link of README.md and docs/*.md names a file (and heading) inside the repository', async (t) => {
+  const pages = ['README.md', ...readdirSync(path.join(repoRoot, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join('docs', f))]
+  for (const page of pages) {
+    const text = readFileSync(path.join(repoRoot, page), 'utf8')
+    const broken: string[] = []
+    for (const [, target = ''] of prose(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue
+      const [file = '', anchor] = target.split('#')
+      const resolved = file === '' ? path.join(repoRoot, page) : path.resolve(repoRoot, path.dirname(page), file)
+      if (path.relative(repoRoot, resolved).startsWith('..')) { broken.push(`${target} (outside the repository)`); continue }
+      if (!existsSync(resolved)) { broken.push(`${target} (no such file)`); continue }
+      if (anchor !== undefined && resolved.endsWith('.md') && !anchorsOf(readFileSync(resolved, 'utf8')).has(anchor)) broken.push(`${target} (no such heading)`)
+    }
+    t.same(broken, [], `${page}: every relative link resolves`)
+  }
 })
 
 /** Every value whose sensor's measurement it falls outside of (PHYSICAL_RANGES), as `sensor: value`. */
@@ -201,7 +237,7 @@ async function checkAnalystAnswers (t: Test, run: { base: string, session: strin
   const answerOf = (part: string): unknown => JSON.parse(outputs.find((o) => o.cmd.includes(part))?.out ?? 'null')
   const admin = { authorization: `Bearer ${run.adminToken}` }
 
-  // The ids the README names: one kit throughout, and the devices of the export across devices.
+  // The ids the walkthrough names: one kit throughout, and the devices of the export across devices.
   const kits = [...new Set([...run.session.matchAll(/\/devices\/(\d+)\/readings/g)].map((m) => Number(m[1])))]
   t.equal(kits.length, 1, `the session reads one kit (${kits.join(', ')})`)
   const kit = kits[0] ?? 0
@@ -212,7 +248,7 @@ async function checkAnalystAnswers (t: Test, run: { base: string, session: strin
   const demo = answerOf('owner_username_eq]=demo') as { id: number }[] | null
   const demoIds = (demo ?? []).map((d) => d.id)
   t.equal(demoIds.length, 20, 'the demo made 20 devices')
-  t.equal(demoIds[0], kit, `the kit the README names (${kit}) is the demo's first device`)
+  t.equal(demoIds[0], kit, `the kit the walkthrough names (${kit}) is the demo's first device`)
   t.same(demoIds, demoIds.map((_, i) => kit + i), 'and the demo\'s devices follow it')
   // (As the admin from here on: admins are not rate limited, and see whether a device is private.)
   const deviceOf = async (id: number): Promise<{ name: string, data_policy: { is_private: boolean }, owner: { username: string }, location: { latitude: number, longitude: number }, data: { sensors: { id: number, value: number | null }[] } }> =>
@@ -250,7 +286,7 @@ async function checkAnalystAnswers (t: Test, run: { base: string, session: strin
   const some = readFileSync(path.join(run.cwd, 'some.csv'), 'utf8').trim().split('\n')
   t.equal(some[0], 'recorded_at,device_id,sensor_id,value', 'some.csv is the long CSV with device ids')
   const rows = some.slice(1).map((line) => line.split(',')).map(([, device = '', sensor = '', value = '']) => ({ device: Number(device), id: Number(sensor), value: Number(value) }))
-  t.same([...new Set(rows.map((r) => r.device))].sort((a, b) => a - b), [...named].sort((a, b) => a - b), 'some.csv holds exactly the devices the README names')
+  t.same([...new Set(rows.map((r) => r.device))].sort((a, b) => a - b), [...named].sort((a, b) => a - b), 'some.csv holds exactly the devices the walkthrough names')
   t.same(outsideRange(rows), [], 'every value of some.csv is believable')
   const rest = readFileSync(path.join(run.cwd, 'rest.csv'), 'utf8').trim().split('\n').filter((line) => line !== '')
   t.ok(rest.length > 0 && rest.every((line) => named.includes(Number(line.split(',')[1]))), `rest.csv resumes with those devices only (${rest.length} lines)`)
