@@ -154,18 +154,10 @@ export async function validateSdCsv (h: Handle, device: Pick<DeviceAccess, 'id' 
   return { parsed, skipped }
 }
 
-export interface ImportView {
-  id: number
-  device_id: number
-  state: string
-  rows_total: number
-  rows_done: number
-  values_total: number
-  stored: number
-  duplicates: number
+/** An import as its answer shows it: the row, with times as the contract writes them. */
+export type ImportView = Omit<ReadingImportRow, 'skipped' | 'created_at' | 'finished_at'> & {
   /** values of sensors the catalogue does not know, left out (the same shape as POST readings' answer) */
   skipped: SkippedView
-  error: string | null
   created_at: string
   finished_at: string | null
 }
