@@ -6,7 +6,7 @@
  * `readings/raw` message per reading time, back to back, at QoS 0, and disconnects without waiting
  * for anything. The set of sensors changes from one reading to the next as the firmware's (RSSI
  * every 3rd, PMS every 5th). Values are what a kit at the place would read then
- * (scripts/sensor-values.ts; the README's balcony in Barcelona unless told), each kit's weather its own.
+ * (scripts/sensor-values.ts; the walkthrough's balcony in Barcelona unless told), each kit's weather its own.
  */
 import { parseArgs } from 'node:util'
 import mqtt from 'mqtt'
@@ -64,7 +64,7 @@ export interface SimulationOptions {
   qos: 0 | 1
   /** the time of the first reading */
   start: number
-  /** where the kits are (their local time and season); the README's balcony in Barcelona by default */
+  /** where the kits are (their local time and season); the walkthrough's balcony in Barcelona by default */
   place?: Place
   onReading?: (reading: SimulatedReading) => void
 }

@@ -27,7 +27,7 @@ t.test('a raw message holds each sensor\'s believable value, as the firmware pri
       }
     }
   }
-  // The README's walkthrough showed 55 ºC for sensor 55 when the simulator sent ids as values.
+  // The walkthrough (docs/walkthrough.md) showed 55 ºC for sensor 55 when the simulator sent ids as values.
   const temperatures = Array.from({ length: 60 }, (_, n) => kitReading('3f9a1c', 0, n, start + n * 60_000).sensors.find((s) => s.id === 55)?.value ?? NaN)
   t.ok(temperatures.every((v) => v > -10 && v < 40), 'temperatures of a November night in Barcelona')
   t.ok(new Set(temperatures).size > 1, 'that move from one minute to the next')

@@ -14,7 +14,7 @@ const MINUTE = 60_000
 const HOUR = 60 * MINUTE
 const WEEK = 7 * 24 * HOUR
 
-// The demo network's cities (scripts/demo-world.ts) and the README's balcony, north and south.
+// The demo network's cities (scripts/demo-world.ts) and the walkthrough's balcony, north and south.
 const PLACES: [string, number, number][] = [
   ['balcony', BALCONY.latitude, BALCONY.longitude], ['Madrid', 40.4168, -3.7038], ['Manchester', 53.4808, -2.2426], ['Delhi', 28.6139, 77.209],
   ['Nairobi', -1.2921, 36.8219], ['Sydney', -33.8688, 151.2093], ['Buenos Aires', -34.6037, -58.3816], ['Mexico City', 19.4326, -99.1332], ['Tokyo', 35.6762, 139.6503]

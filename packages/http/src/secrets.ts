@@ -5,7 +5,7 @@ import path from 'node:path'
 
 /**
  * JWT_SECRET, or one generated once and kept in DATA_DIR so that tokens survive restarts on the
- * embedded defaults. Several replicas must share JWT_SECRET (documented in the README).
+ * embedded defaults. Several replicas must share JWT_SECRET (docs/configuration.md).
  */
 export async function jwtSecret (config: { JWT_SECRET?: string | undefined, DATA_DIR: string }): Promise<string> {
   if (config.JWT_SECRET !== undefined) return config.JWT_SECRET
