@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { apiService, type ApiDeps } from '@esp/api'
 import type { Database } from '@esp/db'
+import { setUserRole } from '@esp/db/testing'
 import { systemClock } from '@esp/domain'
 import type { AuthOptions, ServerOptions } from '@esp/http'
 import { buildTestServer } from './server.js'
@@ -56,7 +57,7 @@ export async function signUp (app: FastifyInstance, overrides: Record<string, st
 /** A user with a role set directly in the database (only admins can grant roles through the API). */
 export async function signUpAs (harness: ApiHarness, role: 'citizen' | 'researcher' | 'admin'): Promise<Awaited<ReturnType<typeof signUp>>> {
   const user = await signUp(harness.app)
-  await harness.database.sql`update users set role = ${role}, forwarding_token = ${role === 'citizen' ? null : `ft-${user.id}`}, forwarding_username = ${role === 'citizen' ? null : `fu-${user.id}`} where id = ${user.id}`
+  await setUserRole(harness.database, user.id, role)
   return user
 }
 

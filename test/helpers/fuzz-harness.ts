@@ -8,6 +8,7 @@ import net from 'node:net'
 import { exporterService } from '@esp/exporter'
 import { ingestService } from '@esp/ingest'
 import type { Database } from '@esp/db'
+import { installWriteJournal, type JournalRow, lowestIds, pendingJobCount } from '@esp/db/testing'
 import { type ApiHarness, bearer, buildApi, signUp } from './api.js'
 import { makeDevice } from './platform.js'
 import type { Fixtures, FuzzRequest } from './openapi-fuzz.js'
@@ -26,39 +27,15 @@ export async function buildAllInOne (t: Tap): Promise<ApiHarness> {
   })
 }
 
-/**
- * A row trigger on every table of the platform's schema records each committed change in
- * fuzz_journal; its highest id before and after a rejected request must be equal. Finer than a
- * checksum of the tables (it names the table and the statement) and cheap enough to read around
- * every request. pg-boss's own schema (the job queue) is left out: a rejected request may not
- * enqueue either, but a queued job lands in public tables only when it runs, and the test waits
- * for the queue after each accepted write (settle), so jobs are never charged to a rejection.
- */
-export async function installJournal (database: Database): Promise<(since?: number) => Promise<{ last: number, rows: { tbl: string, op: string, query: string }[] }>> {
-  await database.sql.unsafe(`
-    create table fuzz_journal (id bigserial primary key, tbl text not null, op text not null, query text);
-    create function fuzz_journal () returns trigger language plpgsql as $$
-    begin insert into fuzz_journal (tbl, op, query) values (tg_table_name, tg_op, left(current_query(), 200)); return null; end $$;`)
-  const tables = await database.sql<{ name: string }[]>`
-    select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relispartition and c.relname <> 'fuzz_journal'`
-  for (const { name } of tables) {
-    await database.sql.unsafe(`create trigger fuzz_journal after insert or update or delete on "${name}" for each row execute function fuzz_journal()`)
-  }
-  return async (since = 0) => {
-    const [row] = await database.sql<{ last: string }[]>`select coalesce(max(id), 0) as last from fuzz_journal`
-    const last = Number(row?.last ?? 0)
-    if (last <= since) return { last, rows: [] }
-    const rows = await database.sql<{ tbl: string, op: string, query: string }[]>`select tbl, op, query from fuzz_journal where id > ${since} order by id limit 5`
-    return { last, rows: rows.map(({ tbl, op, query }) => ({ tbl, op, query })) }
-  }
+/** The write journal of packages/db/src/testing/write-journal.ts on the harness's database. */
+export async function installJournal (database: Database): Promise<(since?: number) => Promise<{ last: number, rows: JournalRow[] }>> {
+  return await installWriteJournal(database)
 }
 
 /** Waits until pg-boss has no waiting or running job, so that a job's writes are not charged to the next request. */
 export async function settle (database: Database): Promise<void> {
   for (let i = 0; i < 30; i += 1) {
-    const [row] = await database.sql<{ n: number }[]>`select count(*)::int as n from pgboss.job where state in ('created', 'retry', 'active') and start_after <= now()`
-    if ((row?.n ?? 0) === 0) return
+    if (await pendingJobCount(database) === 0) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
@@ -75,8 +52,8 @@ export async function makeWorld (harness: ApiHarness): Promise<World> {
   const stranger = (await signUp(app)).username
   const publicDevice = await makeDevice(database, owner.id, { name: 'fuzz public', mac: '02:00:00:00:00:01' })
   const privateDevice = await makeDevice(database, owner.id, { isPrivate: true, name: 'fuzz private', mac: '02:00:00:00:00:02' })
-  const sensors = (await database.sql<{ id: number }[]>`select id from sensors order by id limit 3`).map((r) => r.id)
-  const firstId = async (table: string): Promise<string[]> => (await database.sql.unsafe<{ id: number }[]>(`select id from "${table}" order by id limit 2`)).map((r) => String(r.id))
+  const sensors = await lowestIds(database, 'sensors', 3)
+  const firstId = async (table: string): Promise<string[]> => (await lowestIds(database, table, 2)).map(String)
   const ask = async (method: 'POST', url: string, payload: object | string, headers: Record<string, string> = {}): Promise<Record<string, unknown>> => {
     const res = await app.inject({ method, url, payload, headers: { ...bearer(owner.token), ...headers } })
     if (res.statusCode >= 300) throw new Error(`fixture ${method} ${url}: ${res.statusCode} ${res.body}`)

@@ -106,3 +106,12 @@ export async function makeReadings (handle: Pick<Handle, 'sql'>, deviceId: numbe
     on conflict do nothing`
   return inserted.count
 }
+
+/**
+ * Gives a user a role, as only an admin could; researchers and admins get a forwarding login
+ * (`fu-<id>`, `ft-<id>`), citizens none.
+ */
+export async function setUserRole ({ sql }: Pick<Handle, 'sql'>, userId: number, role: UserRole): Promise<void> {
+  const privileged = role !== 'citizen'
+  await sql`update users set role = ${role}, forwarding_token = ${privileged ? `ft-${userId}` : null}, forwarding_username = ${privileged ? `fu-${userId}` : null} where id = ${userId}`
+}
