@@ -1,23 +1,12 @@
 import { Value } from '@sinclair/typebox/value'
 import type PgBoss from 'pg-boss'
-import { type Handle, inTransaction, lockJobQueues } from '@esp/db'
+import { type Handle, inTransaction, jobQueueExecutor, lockJobQueues } from '@esp/db'
 import { type PayloadOf, type QueueKey, queues } from './queues.js'
-
-/**
- * pg-boss is written against node-postgres, which binds undefined as null and objects as JSON;
- * postgres.js does neither by itself.
- */
-function asPgParam (value: unknown): unknown {
-  if (value === undefined) return null
-  if (value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) && !Array.isArray(value)) return JSON.stringify(value)
-  return value
-}
 
 /**
  * Sends a job inside the caller's transaction (`tx`, a Handle of inTransaction), so the job exists
  * if and only if the change that caused it commits (pg-boss `db` option); given the pool, on its
- * own. The payload is checked against its schema first. pg-boss's insert runs on the Handle's
- * postgres.js client: this adapter is the one reader of it above the query functions.
+ * own. The payload is checked against its schema first.
  */
 export async function sendJob<K extends QueueKey> (boss: PgBoss, tx: Handle, key: K, payload: PayloadOf<K>): Promise<string | null> {
   const queue = queues[key]
@@ -25,8 +14,7 @@ export async function sendJob<K extends QueueKey> (boss: PgBoss, tx: Handle, key
     const first = [...Value.Errors(queue.payload, payload)][0]
     throw new Error(`invalid ${queue.name} job payload: ${first?.path ?? ''} ${first?.message ?? ''}`)
   }
-  const db = { executeSql: async (text: string, values: unknown[] = []) => ({ rows: await tx.sql.unsafe(text, values.map(asPgParam) as never[]) }) }
-  return await boss.send(queue.name, payload, { db, retryLimit: 5, retryDelay: 30, retryBackoff: true })
+  return await boss.send(queue.name, payload, { db: jobQueueExecutor(tx), retryLimit: 5, retryDelay: 30, retryBackoff: true })
 }
 
 /**

@@ -88,3 +88,21 @@ export async function markLowBatteries (tx: Handle, now: Date, threshold: number
         and d.low_battery_notified_at is null and trunc(b.value) > 1 and b.value < ${threshold}
       returning d.id, d.name, u.email, u.username, b.value`
 }
+
+/**
+ * pg-boss is written against node-postgres, which binds undefined as null and objects as JSON;
+ * postgres.js does neither by itself.
+ */
+function asPgParam (value: unknown): unknown {
+  if (value === undefined) return null
+  if (value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) && !Array.isArray(value)) return JSON.stringify(value)
+  return value
+}
+
+/**
+ * pg-boss's `db` option over a Handle: its own statements run on the Handle's client, so a job
+ * sent with a transaction's Handle exists if and only if the transaction commits.
+ */
+export function jobQueueExecutor (h: Handle): { executeSql: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }> } {
+  return { executeSql: async (text, values = []) => ({ rows: await h.sql.unsafe(text, values.map(asPgParam) as never[]) }) }
+}
