@@ -142,11 +142,23 @@ t.test('the explorer draws every user-provided string as text, on every page', a
   await t.test('a visitor: the map, its tooltips and the device page', async (t) => {
     const visitor = await newContext()
     const page = await visitor.newPage()
+    // The countries' outline arrives after the devices, as on a slow link or a loaded machine: it
+    // must never lie over the devices and take their pointer events (their tooltips, their clicks).
+    let atlasHeld = false
+    await page.route('**/countries-110m*.json', async (route) => {
+      await page.waitForSelector('body[data-map-ready="true"]')
+      await page.waitForTimeout(500)
+      atlasHeld = true
+      await route.continue()
+    })
+    const atlasLoaded = page.waitForEvent('requestfinished', { predicate: (request) => request.url().includes('countries-110m'), timeout: 60_000 })
     await page.goto(`${base}/explorer/`)
     await page.waitForSelector('body[data-map-ready="true"]')
     await textShown(t, page, names.open, 'the map\'s recently active list')
     t.equal(await page.getByText(names.hidden, { exact: true }).count(), 0, 'a visitor sees nothing of the private device')
     await page.getByLabel('Search devices').fill('public device name')
+    await atlasLoaded
+    t.ok(atlasHeld, 'the outline came after the devices')
     t.equal(await tooltipOf(page, names.open), names.open, 'the marker\'s tooltip holds the name as text')
     await clean(t, page, 'the map with a tooltip open')
     await shoot(t, page, 'markup-map-tooltip')

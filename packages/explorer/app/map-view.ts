@@ -77,10 +77,16 @@ export class DeviceMap {
       // Antarctica has no devices and its ring runs along the map's edge; rings that cross the
       // antimeridian (Russia, Fiji) are kept continuous rather than drawn back across the world.
       const land = { ...countries, features: countries.features.filter((f) => f.id !== '010').map((f) => ({ ...f, geometry: unwrapGeometry(f.geometry) })) }
-      L.geoJSON(land, {
+      // On the devices' own canvas, behind them: a second canvas added when the file arrived
+      // (after the devices on a slow link) took the pointer from them, in its own pane too, and no
+      // device had a tooltip or a click any more. Its paths are not interactive, so hovering and
+      // clicking reach the devices drawn over them.
+      const options: L.GeoJSONOptions & { renderer: L.Renderer } = {
+        renderer: this.renderer,
         interactive: false,
         style: { color: '#a9b8c6', weight: 0.7, fillColor: '#f4f1ea', fillOpacity: 1 }
-      }).addTo(this.map).bringToBack()
+      }
+      L.geoJSON(land, options).addTo(this.map).bringToBack()
     } catch {
       // Without the outline the devices still show, on the sea colour.
     }
