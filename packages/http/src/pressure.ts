@@ -6,7 +6,6 @@ import { type Handle, ping, withDeadline } from '@esp/db'
 import { ApiError } from '@esp/domain'
 import { sendError } from './error-handler.js'
 import { METRICS_PATH } from './metrics.js'
-import type { DatabaseHealth } from './database-health.js'
 
 export interface PressureOptions {
   /** mean event-loop delay over a sample that turns requests away; 0 turns the check off */
@@ -19,11 +18,17 @@ export interface PressureOptions {
   /** how often the event loop is sampled and the pool probed (1000 ms unless a test needs it faster) */
   sampleIntervalMs?: number
   /** an unavailable database is its business (a true 503 at once), not a saturated pool */
-  health?: DatabaseHealth | undefined
+  health?: HealthView | undefined
 }
 
 /** Routes that answer under pressure: a liveness probe that failed would get the process killed,
  * and metrics are what shows the pressure. */
+/** What the pressure check reads of the process's DatabaseHealth (database-health.ts, which imports this file). */
+export interface HealthView {
+  readonly available: boolean
+  note: (err: unknown) => boolean
+}
+
 export const PRESSURE_EXEMPT = new Set(['/health/live', METRICS_PATH])
 
 /**
@@ -31,7 +36,7 @@ export const PRESSURE_EXEMPT = new Set(['/health/live', METRICS_PATH])
  * one probe is out at once, so a saturated pool is not fed more probes; one that has not come
  * back by the deadline counts as saturated until it does.
  */
-export function poolProbe (database: Handle, maxWaitMs: number, health?: DatabaseHealth): { healthy: () => Promise<boolean>, lastSeconds: () => number } {
+export function poolProbe (database: Handle, maxWaitMs: number, health?: HealthView): { healthy: () => Promise<boolean>, lastSeconds: () => number } {
   let pending: Promise<number> | undefined
   let last = 0
   return {

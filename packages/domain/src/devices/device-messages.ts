@@ -1,7 +1,7 @@
 import { deviceTokenIsActive, type Handle, insertDeviceInventory, type IngestStatusDelta, markDeviceSeen, MAX_UNKNOWN_SENSORS, mergeIngestStatus, setDeviceStatusMessage } from '@esp/db'
 import type { FieldErrors } from '../errors.js'
 import type { RejectionReason } from '../readings/batch.js'
-import type { Skipped } from '../readings/ingest.js'
+import type { Skipped } from '../readings/skipped.js'
 import { freeJsonProblem } from '../validation/free-json.js'
 
 /**

@@ -2,6 +2,7 @@ import { findDeviceSensors, type Handle, type ReadingRow, type ReadingsWriter, t
 import { type DeviceAccess, findDevicesByToken } from '../devices/device-access.js'
 import { ApiError, errors, type FieldErrors } from '../errors.js'
 import type { IngestStatusLog } from '../devices/device-messages.js'
+import { noneSkipped, type Skipped } from './skipped.js'
 import { addProblem, type BatchLimits, countValues, MAX_PROBLEMS, parseBatch, type ParsedBatch, type PostedValue, postedPath, type RejectionReason, type ValuePath } from './batch.js'
 import { type Calibration, calibrationFor } from './calibration.js'
 
@@ -65,27 +66,7 @@ export async function resolveSensors (h: Handle, devices: Pick<IngestDevice, 'id
 export const tooManyValues = (max: number): ApiError =>
   new ApiError({ code: 'ESP_TOO_MANY_READINGS', id: 'payload_too_large', statusCode: 413, message: `A batch may carry at most ${max} values; send the readings in several batches` })
 
-/** A sensor id, or a kit or default key, as posted. */
-export type SensorRef = number | string
-
-/**
- * Values left out because their sensor is not known (not in the catalogue, or a key neither the
- * kit nor any sensor has), while the rest of their batch is stored: kits gain sensors through
- * firmware updates before the catalogue does (clients.md §1.3.1). Bounded: the count is exact,
- * the distinct sensors and the places are the first MAX_PROBLEMS.
- */
-export interface Skipped {
-  count: number
-  sensors: Set<SensorRef>
-  items: Array<{ path: string, sensor: SensorRef }>
-}
-
-export const noneSkipped = (): Skipped => ({ count: 0, sensors: new Set(), items: [] })
-
-/** The answer's and the import's `skipped` (contract: POST readings). */
-export interface SkippedView { count: number, unknown_sensors: SensorRef[], items: Array<{ path: string, sensor: SensorRef }> }
-
-export const skippedView = (skipped: Skipped): SkippedView => ({ count: skipped.count, unknown_sensors: [...skipped.sensors], items: skipped.items })
+export { noneSkipped, type SensorRef, type Skipped, type SkippedView, skippedView } from './skipped.js'
 
 /**
  * Checked, resolved values become calibrated rows: the one rule for every path that writes

@@ -1,6 +1,6 @@
 import { MAX_NTH_READING, nthReadingTime } from '@esp/db'
 import { errors } from '../errors.js'
-import type { HistoryContext } from './history.js'
+import type { HistoryContext } from './history-context.js'
 
 // The reference's `limit` (clients.md rule 6), for one sensor and for several.
 

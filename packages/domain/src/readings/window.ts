@@ -1,7 +1,7 @@
 import { bucketsPerDay, dayOffsetTiers, MAX_NTH_READING, nthReadingTime, readingsExtent, type TierPiece, tierBoundsText, TIERS } from '@esp/db'
 import { type ApiError, errors } from '../errors.js'
 import { nextTurn, slicer } from '../turns.js'
-import type { HistoryContext, HistoryParams } from './history.js'
+import type { HistoryContext, HistoryParams } from './history-context.js'
 import { planSegments, planZoneSegments, type Segment } from './planner.js'
 import { bucketStart, bucketStartMs, countBuckets, nextBucket, type Rollup } from './rollup.js'
 import type { ZoneOffsets } from './zone.js'
