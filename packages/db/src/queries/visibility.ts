@@ -13,8 +13,8 @@ export interface Visibility { viewerId: number | null, admin: boolean }
  * the viewer, or the viewer is an admin. Every form below is this template, given to a different
  * tag: the statement builders differ in how they spell a column and a parameter, not in the rule.
  */
-function rule<T> (tag: (strings: TemplateStringsArray, ...values: any[]) => T, isPrivate: unknown, ownerId: unknown, viewerId: unknown, admin: unknown): T {
-  return tag`(not ${isPrivate} or ${ownerId} = ${viewerId} or ${admin})`
+function rule<T> (tag: (strings: TemplateStringsArray, ...values: never[]) => T, isPrivate: unknown, ownerId: unknown, viewerId: unknown, admin: unknown): T {
+  return tag`(not ${isPrivate as never} or ${ownerId as never} = ${viewerId as never} or ${admin as never})`
 }
 
 /** Joins a template's parts with its values as text (values are SQL text here, never data). */
