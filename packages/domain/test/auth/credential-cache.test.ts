@@ -89,23 +89,27 @@ t.test('a revocation of another user also makes every entry check again; the che
   t.equal(await b.token(token), null)
 })
 
-t.test('the generation barrier: one read for many callers, always one sent after the caller asked', async (t) => {
+t.test('the generation barrier: two reads in flight for many callers, each answer from one sent after the caller asked', async (t) => {
   let reads = 0
-  let release: (() => void) | undefined
+  const releases: Array<() => void> = []
   const barrier = new GenerationBarrier(async () => {
     const n = ++reads
-    await new Promise<void>((resolve) => { release = resolve })
+    await new Promise<void>((resolve) => { releases.push(resolve) })
     return n
   })
   const first = barrier.current()
+  const second = barrier.current()
+  t.equal(reads, 2, 'a caller arriving while one read is in flight has a second sent at once')
   const waiting = Array.from({ length: 50 }, async () => await barrier.current())
-  t.equal(reads, 1, 'one read in flight')
-  release?.()
+  t.equal(reads, 2, 'never more than two in flight: the others wait')
+  releases[0]?.()
   t.equal(await first, 1)
   await new Promise((resolve) => setImmediate(resolve))
-  t.equal(reads, 2, 'the callers that came while it was in flight share the next read')
-  release?.()
-  t.same(new Set(await Promise.all(waiting)), new Set([2]), 'they never take the answer of a read sent before they asked')
+  t.equal(reads, 3, 'the callers that came while both were in flight share the next read')
+  releases[1]?.()
+  releases[2]?.()
+  t.equal(await second, 2)
+  t.same(new Set(await Promise.all(waiting)), new Set([3]), 'they never take the answer of a read sent before they asked')
 })
 
 t.test('the cache is bounded and forgets after its TTL', async (t) => {
