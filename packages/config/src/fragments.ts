@@ -102,7 +102,8 @@ export const UploadConfig = Type.Object({
 export const ReadingsConfig = Type.Object({
   READINGS_MAX_VALUES: Type.Integer({ minimum: 1, default: 100_000, description: 'a positive integer' }),
   READINGS_MAX_FUTURE_SECONDS: Type.Integer({ minimum: 0, default: 86_400, description: 'an integer of seconds' }),
-  READINGS_MAX_BUCKETS: Type.Integer({ minimum: 10, default: 50_000, description: 'an integer, at least 10' })
+  READINGS_MAX_BUCKETS: Type.Integer({ minimum: 10, default: 50_000, description: 'an integer, at least 10' }),
+  READ_CACHE_MB: Type.Integer({ minimum: 0, default: 64, description: 'an integer of MiB (0 keeps nothing)' })
 })
 
 /** The exporter's archives and scheduled jobs (behaviour.md §11, §14). */

@@ -16,11 +16,12 @@ export * from './timeseries/index.js'
 export { COPY_BINARY_HEADER, COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32, timestampMsAt } from './copy-binary.js'
 export {
   readDevice, readDevices, readDevicesOfOwners, readUserWithDevices, readDevicePage, activeDeviceRow, deviceAccessById, deviceAccessByTokens, legacyAddRow,
-  deviceFilters, listDeviceIds, tagsNamed, kitExists, insertDevice, takeOverMac, replaceDeviceTags, upsertPostprocessing, addKitComponents, updateDeviceRow,
+  deviceFilters, listDeviceStamps, tagsNamed, kitExists, insertDevice, takeOverMac, replaceDeviceTags, upsertPostprocessing, addKitComponents, updateDeviceRow,
   setDeviceToken, archiveDeviceRow, lockDeviceRow, macAddressTaken, worldMapFingerprint, worldMapRows,
   type ComponentRecord, type DeviceAccessRow, type DeviceListOptions, type DeviceReads, type DeviceReadRow, type DeviceRow, type DeviceValues, type LatestRecord,
   type LegacyAddRow, type PostprocessingValues, type ReadScope, type UserRecord, type WorldMapDeviceRow, type WorldMapLatestRow
 } from './queries/devices.js'
+export { deviceStamps, devicePageStamps, userStamps, type DeviceStampRow, type RevisionStamp, type Stamped, type UserStamp, type UserStampRequest } from './queries/revisions.js'
 export { searchHits, searchTotal, type SearchHit, type SearchTerms } from './queries/search.js'
 export { mergeIngestStatus, MAX_UNKNOWN_SENSORS, type IngestRejection, type IngestStatusDelta, type IngestStatusRecord } from './queries/ingest-status.js'
 export {
@@ -32,7 +33,7 @@ export {
 export { withDeadline } from './deadline.js'
 export { trimOldest } from './bounded.js'
 export { ReadReplicas, parseLsn, databaseAddress, readUrls, type Replica, type ReplicaOptions, type ReplicaStatus } from './replicas.js'
-export { visibleText, visibleSql, visibleDrizzle, type Visibility } from './queries/visibility.js'
+export { visibleText, visibleTextFor, visibleSql, visibleDrizzle, type Visibility } from './queries/visibility.js'
 export * from './queries/users.js'
 export * from './queries/experiments.js'
 export * from './queries/lists.js'

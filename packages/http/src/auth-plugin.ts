@@ -20,6 +20,12 @@ declare module 'fastify' {
     viewer: Viewer | null
     /** the access token that authenticated the caller (Bearer, `?access_token=` or the session cookie); null otherwise */
     accessToken: string | null
+    /**
+     * Set when `viewer` was taken from a remembered token without reading the auth generation
+     * (routes with `credentialsCheckedByRead`): the route's statement reads it, and calls
+     * `confirm` (the full check, or the 401 it would give) when it is not `generation`.
+     */
+    credentialCheck: { generation: number, confirm: () => Promise<Viewer> } | null
   }
   interface FastifyContextConfig {
     /** false: the route reads the Authorization header itself (the OAuth token endpoint) */
@@ -34,6 +40,12 @@ declare module 'fastify' {
      * broker's auth backend, which answers from what it knows when the database is away)
      */
     ungated?: boolean
+    /**
+     * true: the route's one statement also reads the auth generation, after the request arrived,
+     * and compares it with `request.credentialCheck` before it uses the viewer or sends anything;
+     * a remembered token then costs no round trip of its own (kept reads: GET /devices/:id).
+     */
+    credentialsCheckedByRead?: boolean
   }
 }
 
@@ -122,18 +134,34 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     if (request.viewer === null && request.routeOptions.config.viewerRequired === true) throw errors.unauthorized()
   })
 
+  app.decorateRequest('credentialCheck', null)
+  /**
+   * The caller of a token: the full check, or, on a route that reads the auth generation itself,
+   * the remembered caller with that check deferred to it. Either way a token that fails is the same 401.
+   */
+  // The throttle's gate for this caller, made only when credentials come (most requests bring none).
+  const gateOf = (request: FastifyRequest): ReturnType<typeof throttle.gate> => throttle.gate(request.ip, deviceCookieOf(request))
+  const byToken = async (request: FastifyRequest, token: string, failure: () => Error): Promise<Viewer> => {
+    const confirm = async (): Promise<Viewer> => {
+      const viewer = await authenticator.token(gateOf(request), token)
+      if (viewer === null) throw failure()
+      return viewer
+    }
+    const remembered = request.routeOptions.config.credentialsCheckedByRead === true ? authenticator.remembered(token) : undefined
+    if (remembered === undefined) return await confirm()
+    request.credentialCheck = { generation: remembered.generation, confirm }
+    return remembered.viewer
+  }
+
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.config.authenticate === false) return
     const header = request.headers.authorization
     const bearer = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '').trim() : undefined
     const param = bearer === undefined ? queryToken(request) : undefined
     const token = bearer ?? param
-    const gate = throttle.gate(request.ip, deviceCookieOf(request))
     if (token !== undefined) {
       // Checked first: a valid token passes whatever else its address sent; a bad one counts for the address.
-      const viewer = await authenticator.token(gate, token)
-      if (viewer === null) throw errors.invalidToken(param !== undefined)
-      request.viewer = viewer
+      request.viewer = await byToken(request, token, () => errors.invalidToken(param !== undefined))
       request.accessToken = token
       return
     }
@@ -141,7 +169,7 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
       const decoded = Buffer.from(header.replace(/^basic\s+/i, ''), 'base64').toString('utf8')
       const colon = decoded.indexOf(':')
       const login = colon <= 0 ? undefined : decoded.slice(0, colon)
-      const viewer = await authenticator.basic(gate, login, decoded.slice(colon + 1))
+      const viewer = await authenticator.basic(gateOf(request), login, decoded.slice(colon + 1))
       if (viewer === null) throw errors.badCredentials()
       request.viewer = viewer
       return
@@ -154,13 +182,11 @@ export const authPlugin = fp(async (app: FastifyInstance, options: AuthOptions) 
     // Before the token is checked: a forged request costs no query and learns nothing of the cookie.
     if (!isSafeMethod(request.method) && !fromTrustedOrigin(request)) throw errors.crossOriginCookie()
     // The same check as a Bearer token's, so the same throttle and the same answer when it fails.
-    const viewer = await authenticator.token(gate, session)
-    if (viewer === null) {
+    request.viewer = await byToken(request, session, () => {
       // The browser would send it again with every request, each a 401: it is told to drop it.
       clearSessionCookie(request, reply)
-      throw errors.invalidToken(false)
-    }
-    request.viewer = viewer
+      return errors.invalidToken(false)
+    })
     request.accessToken = session
   })
 }, { name: 'esp-auth' })

@@ -2,7 +2,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { type Database, historyRunner } from '@esp/db'
-import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, exportLinkSecret, OLDEST_READING, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
+import { archiveDir, archiveLinkSecret, type Clock, Device, ensureAdmin, exportLinkSecret, OLDEST_READING, RepresentationCache, systemClock, UploadStore, User, WorldMap } from '@esp/domain'
 import { createBoss, ensureQueues, sendJob } from '@esp/jobs'
 import type { ApiContext } from './context.js'
 import { applicationRoutes } from './routes/v0/applications.js'
@@ -29,6 +29,8 @@ export interface ApiDeps {
   uploadMaxBytes: number
   uploadSecret: string
   maxBuckets?: number
+  /** the representations kept per process, at most this many bytes (READ_CACHE_MB) */
+  readCacheBytes?: number
   admin?: { username: string, email: string, password: string } | undefined
   clock?: Clock
   /** signs CSV archive links; the exporter must use the same (archiveLinkSecret of the platform secret) */
@@ -72,6 +74,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
     send: async (tx, key, payload) => { await sendJob(boss, tx, key, payload) },
     clock: deps.clock ?? systemClock,
     worldMap: new WorldMap(deps.database, deps.clock ?? systemClock),
+    representations: new RepresentationCache(deps.readCacheBytes ?? 64 * 2 ** 20),
     uploads: new UploadStore(path.join(path.resolve(deps.dataDir), 'uploads')),
     settings: {
       accessTokenTtlSeconds: deps.accessTokenTtlSeconds,

@@ -10,7 +10,7 @@ import { explorerBuilt } from './explorer.js'
 export const ApiConfig = Type.Composite([DbConfig, HttpConfig, AuthConfig, RateLimitConfig, UploadConfig, ReadingsConfig, ExportConfig, ExplorerConfig, LogConfig])
 export type ApiConfigType = Static<typeof ApiConfig>
 
-type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'READINGS_MAX_FUTURE_SECONDS' | 'CSV_IMPORT_MAX_BYTES' | 'EXPORT_MAX_CONCURRENT' | 'EXPORT_MAX_PER_ANONYMOUS' | 'EXPORT_MAX_PER_CITIZEN' | 'EXPORT_MAX_PER_RESEARCHER' | 'EXPORT_IDLE_SECONDS' | 'EXPORT_MAX_SECONDS' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'EXPLORER_TILE_URL' | 'EXPLORER_TILE_ATTRIBUTION' | 'DATABASE_READ_URL' | 'DATABASE_READ_MAX_LAG_SECONDS'>
+type ApiSettings = Pick<ApiConfigType, 'DATA_DIR' | 'ACCESS_TOKEN_TTL_SECONDS' | 'PASSWORD_RESET_TTL_SECONDS' | 'UPLOAD_MAX_BYTES' | 'READINGS_MAX_BUCKETS' | 'READ_CACHE_MB' | 'READINGS_MAX_FUTURE_SECONDS' | 'CSV_IMPORT_MAX_BYTES' | 'EXPORT_MAX_CONCURRENT' | 'EXPORT_MAX_PER_ANONYMOUS' | 'EXPORT_MAX_PER_CITIZEN' | 'EXPORT_MAX_PER_RESEARCHER' | 'EXPORT_IDLE_SECONDS' | 'EXPORT_MAX_SECONDS' | 'ADMIN_USERNAME' | 'ADMIN_EMAIL' | 'ADMIN_PASSWORD' | 'EXPLORER_TILE_URL' | 'EXPLORER_TILE_ATTRIBUTION' | 'DATABASE_READ_URL' | 'DATABASE_READ_MAX_LAG_SECONDS'>
 
 /** The api's dependencies from validated configuration; the upload key is derived, never reused as is. */
 export function apiDeps (config: ApiSettings, database: Database, secret: string): ApiDeps {
@@ -24,6 +24,7 @@ export function apiDeps (config: ApiSettings, database: Database, secret: string
     passwordResetTtlSeconds: config.PASSWORD_RESET_TTL_SECONDS,
     uploadMaxBytes: config.UPLOAD_MAX_BYTES,
     maxBuckets: config.READINGS_MAX_BUCKETS,
+    readCacheBytes: config.READ_CACHE_MB * 2 ** 20,
     uploadSecret: createHash('sha256').update(`upload-policy:${secret}`).digest('base64url'),
     archiveLinkSecret: archiveLinkSecret(secret),
     exportLinkSecret: exportLinkSecret(secret),

@@ -1,5 +1,5 @@
 import type { Database, Runner } from '@esp/db'
-import type { Clock, JobSender, UploadStore, WorldMap } from '@esp/domain'
+import type { Clock, JobSender, RepresentationCache, UploadStore, WorldMap } from '@esp/domain'
 
 /** What every api route plugin gets: no globals, so tests build it with their own database and clock. */
 export interface ApiContext {
@@ -14,6 +14,8 @@ export interface ApiContext {
   clock: Clock
   /** the precomputed world map, shared by the map routes */
   worldMap: WorldMap
+  /** representations kept whole, by revision (DESIGN.md, Read) */
+  representations: RepresentationCache
   uploads: UploadStore
   settings: {
     accessTokenTtlSeconds: number

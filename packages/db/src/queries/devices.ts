@@ -5,6 +5,7 @@ import { kits, kitSensors, tags } from '../schema/catalogue.js'
 import { components, devices, deviceTags, postprocessings } from '../schema/devices.js'
 import { users } from '../schema/users.js'
 import type { IngestStatusRecord } from './ingest-status.js'
+import { asStamp, type DeviceStampRow, type RevisionStamp, type StampColumns, type Stamped } from './revisions.js'
 import { type FilterSpec, type ListQuery, listOrder, listPage, listWhere } from './lists.js'
 import { visibleDrizzle, visibleText, type Visibility } from './visibility.js'
 
@@ -72,7 +73,7 @@ export interface ComponentRecord { sensorId: number, latest: LatestRecord | null
 
 /**
  * A device as its representation needs it, with every relation but the reference data (its kit
- * and its sensors' catalogue fields), which the domain keeps in memory: `catalogueGeneration` is
+ * and its sensors' catalogue fields), which the domain keeps in memory: the stamp's `generation` is
  * the generation of that data this statement's snapshot saw.
  */
 export interface DeviceReadRow {
@@ -114,7 +115,8 @@ export interface DeviceReadRow {
   experimentIds: number[]
   /** null unless sensors were asked for; in no particular order */
   components: ComponentRecord[] | null
-  catalogueGeneration: number
+  /** what this statement's snapshot saw of the revisions its representation is kept by (revisions.ts) */
+  stamp: RevisionStamp
 }
 
 /**
@@ -145,7 +147,9 @@ function selectList (ownerIds: string): string {
       'createdAt', ${ms('p.created_at')}, 'updatedAt', ${ms('p.updated_at')})
     from postprocessings p where p.device_id = d.id) as postprocessing,
   (select coalesce(json_agg(e.experiment_id order by e.experiment_id), '[]') from experiment_devices e where e.device_id = d.id) as "experimentIds",
-  (select value from catalogue_generation where id = 1) as "catalogueGeneration",
+  json_build_array(d.revision, (select u.revision from users u where u.id = d.owner_id),
+    coalesce((select s.revision from device_ingest_status s where s.device_id = d.id), 0),
+    (select value from catalogue_generation where id = 1)) as stamp,
   case when (select $4::bool) then coalesce((select json_agg(json_build_array(c.sensor_id,
       ${ms('l.recorded_at')}, l.value, l.raw_value, l.prev_value, l.prev_raw_value, ${ms('l.added_at')}))
     from components c left join latest_readings l on l.device_id = c.device_id and l.sensor_id = c.sensor_id
@@ -199,6 +203,7 @@ function asRecord (row: Raw): DeviceReadRow {
     createdAt: date(row.createdAt),
     updatedAt: date(row.updatedAt),
     owner: owner === null ? null : { ...owner, createdAt: date(owner.createdAt) } as unknown as OwnerRecord,
+    stamp: asStamp(row.stamp as StampColumns),
     postprocessing: post === null
       ? null
       : { ...post, latestPostprocessing: dateOrNull(post.latestPostprocessing), createdAt: date(post.createdAt), updatedAt: date(post.updatedAt) } as unknown as PostprocessingRecord,
@@ -413,8 +418,20 @@ export interface DeviceListOptions {
   near?: { latitude: number, longitude: number, within: number } | undefined
 }
 
-/** The ids of a page of the active devices the viewer may see, filtered and sorted, and the total. */
-export async function listDeviceIds (h: Handle, query: ListQuery, options: DeviceListOptions, v: Visibility): Promise<{ ids: number[], total: number }> {
+/** What the list's cheap statement reads of each device: the stamp's columns (revisions.ts). */
+const stampColumns = {
+  id: devices.id,
+  ownerId: devices.ownerId,
+  isPrivate: devices.isPrivate,
+  revision: devices.revision,
+  ownerRevision: drizzleSql<number>`(select ${users.revision} from ${users} where ${users.id} = ${devices.ownerId})`,
+  statusRevision: drizzleSql<number>`coalesce((select s.revision from device_ingest_status s where s.device_id = ${devices.id}), 0)`,
+  generation: drizzleSql<number>`(select value from catalogue_generation where id = 1)`,
+  authGeneration: drizzleSql<number>`(select value from auth_generation where id = 1)`
+}
+
+/** The stamps of a page of the active devices the viewer may see, filtered and sorted, the total, and the auth generation. */
+export async function listDeviceStamps (h: Handle, query: ListQuery, options: DeviceListOptions, v: Visibility): Promise<Stamped<{ rows: DeviceStampRow[], total: number }>> {
   // The filters' conditions are in the scope and again in listPage's own: the statement as it was.
   const conditions: Array<SQL | undefined> = [isNull(devices.archivedAt), visibleDrizzle({ isPrivate: devices.isPrivate, ownerId: devices.ownerId }, v), listWhere(deviceFilters, query.filters)]
   let order: SQL[] | undefined
@@ -424,8 +441,16 @@ export async function listDeviceIds (h: Handle, query: ListQuery, options: Devic
     conditions.push(drizzleSql`${devices.latitude} is not null and ${distance} <= ${options.near.within}`)
     order = [drizzleSql`${distance} asc`, ...listOrder(deviceFilters, query.sort)]
   }
-  const { rows, total } = await listPage(h, devices, deviceFilters, query, devices.id, and(...conditions), order, { id: devices.id })
-  return { ids: rows.map((r) => r.id), total }
+  const { rows, total } = await listPage(h, devices, deviceFilters, query, devices.id, and(...conditions), order, stampColumns as unknown as { id: typeof devices.id })
+  const read = rows as unknown as Array<typeof stampColumns & Record<keyof typeof stampColumns, number & boolean>>
+  return {
+    found: {
+      rows: read.map((r) => ({ id: r.id, ownerId: r.ownerId, isPrivate: r.isPrivate, stamp: { revision: r.revision, ownerRevision: r.ownerRevision, statusRevision: r.statusRevision, generation: r.generation } })),
+      total
+    },
+    // An empty page read none: the caller checks credentials the full way.
+    authGeneration: read[0]?.authGeneration
+  }
 }
 
 // ---------------------------------------------------------------- writes

@@ -27,8 +27,15 @@ const text = (strings: TemplateStringsArray, ...values: unknown[]): string =>
  * not change with the viewer. The parameters sit in subqueries so that a plan made for one viewer
  * costs what the generic plan costs (see queries/devices.ts).
  */
-export const visibleText = (alias: string): string =>
-  rule(text, `${alias}.is_private`, `${alias}.owner_id`, '(select $2::int4)', '(select $3::bool)')
+export const visibleText = (alias: string): string => visibleTextFor(alias, '(select $2::int4)', '(select $3::bool)')
+
+/**
+ * The rule as text over a devices row of `alias`, for the viewer whose id and admin flag are these
+ * SQL expressions: a statement that answers several viewers at once (the batched stamps of
+ * queries/revisions.ts) reads them from its rows.
+ */
+export const visibleTextFor = (alias: string, viewerId: string, admin: string): string =>
+  rule(text, `${alias}.is_private`, `${alias}.owner_id`, viewerId, admin)
 
 /**
  * The rule as a postgres.js condition over a devices row of `alias`. The viewer is known when the

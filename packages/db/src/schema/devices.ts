@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import {
   bigint, boolean, check, doublePrecision, index, integer, jsonb, macaddr, pgTable, primaryKey, serial, text, uniqueIndex
 } from 'drizzle-orm/pg-core'
-import { publicUuid, timestamps, tstz } from './columns.js'
+import { publicUuid, revision, timestamps, tstz } from './columns.js'
 import { kits, sensors, tags } from './catalogue.js'
 import { users } from './users.js'
 
@@ -49,6 +49,8 @@ export const devices = pgTable('devices', {
   lastReadingAt: tstz(),
   csvArchiveRequestedAt: tstz(),
   meta: jsonb(),
+  /** bumped by triggers when anything the representation shows changes (migration 0009) */
+  revision: revision(),
   ...timestamps
 }, (t) => [
   index('devices_owner_idx').on(t.ownerId),
@@ -115,5 +117,10 @@ export const deviceIngestStatus = pgTable('device_ingest_status', {
   skippedValues: bigint({ mode: 'number' }).notNull().default(0),
   rejectedMessages: bigint({ mode: 'number' }).notNull().default(0),
   /** `{at, reason, problems}` of the latest message refused whole, problems bounded */
-  lastRejection: jsonb()
+  lastRejection: jsonb(),
+  /**
+   * its own revision, part of the device's (migration 0009): the merge every few seconds would
+   * otherwise lock device rows that the readings write path locks too
+   */
+  revision: revision()
 })

@@ -1,3 +1,4 @@
+export { representationRevision } from './columns.js'
 export * from './users.js'
 export * from './catalogue.js'
 export * from './devices.js'

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { bigint, check, index, integer, pgTable, serial, text, uniqueIndex } from 'drizzle-orm/pg-core'
-import { publicUuid, timestamps, tstz } from './columns.js'
+import { publicUuid, revision, timestamps, tstz } from './columns.js'
 
 export const userRoles = ['citizen', 'researcher', 'admin'] as const
 export type UserRole = (typeof userRoles)[number]
@@ -24,6 +24,8 @@ export const users = pgTable('users', {
   forwardingUsername: text().unique(),
   legacyApiKey: text().unique(),
   archivedAt: tstz(),
+  /** bumped by triggers when anything the representation shows changes (migration 0009) */
+  revision: revision(),
   ...timestamps
 }, (t) => [
   // Case-insensitive uniqueness: logins match lower(username) or lower(email), so two accounts

@@ -61,6 +61,16 @@ export class CredentialCache {
     return this.entry(key, generation, nowMs)?.viewer
   }
 
+  /**
+   * The viewer remembered under `key` while fresh, whatever generation it was verified under, and
+   * that generation: for a read whose own statement reads the current one (Authenticator.remembered).
+   */
+  peek (key: string, nowMs: number): { viewer: Viewer, generation: number } | undefined {
+    const entry = this.entries.get(key)
+    if (entry === undefined || entry.expiresAtMs <= nowMs) return undefined
+    return { viewer: entry.viewer, generation: entry.generation }
+  }
+
   /** The account of remembered Basic credentials, for the password gate (it binds device cookies to the hash). */
   login (key: string, generation: number, nowMs: number): LoginRow | undefined {
     const entry = this.entry(key, generation, nowMs)
@@ -140,6 +150,17 @@ export class Authenticator {
       this.cache.set(key, viewer, generation, nowMs, row.expiresAt === null ? Infinity : new Date(row.expiresAt).getTime())
       return viewer
     })
+  }
+
+  /**
+   * The caller behind a token remembered from an earlier check, and the auth generation it was
+   * checked under, without reading the current one: for routes whose own statement reads it after
+   * the request arrived (the kept reads, DESIGN.md Read) and send nothing before they compare it.
+   * A different generation there means `token` must run; undefined means it must run now.
+   */
+  remembered (token: string): { viewer: Viewer, generation: number } | undefined {
+    if (token === '' || token.length > 4096) return undefined
+    return this.cache.peek('token:' + sha256(token), this.deps.now().getTime())
   }
 
   /**

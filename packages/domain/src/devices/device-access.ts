@@ -39,7 +39,7 @@ export const readScope = (viewer: Viewer | null, withData: boolean): ReadScope =
 export interface DeviceSensor { sensor: SensorRow, view: SensorView, latest: LatestRecord | null }
 
 /** A device with every relation its representation shows, the reference data's included. */
-export type DeviceRecord = Omit<DeviceReadRow, 'components' | 'catalogueGeneration'> & { kit: KitRow | null, sensors: DeviceSensor[] | null }
+export type DeviceRecord = Omit<DeviceReadRow, 'components'> & { kit: KitRow | null, sensors: DeviceSensor[] | null }
 
 /** A device's sensors in the order of their names, then ids. */
 function sensorsOf (components: ComponentRecord[], catalogue: Catalogue): DeviceSensor[] {
@@ -59,8 +59,8 @@ function sensorsOf (components: ComponentRecord[], catalogue: Catalogue): Device
 async function withReferences (h: Handle, rows: DeviceReadRow[]): Promise<DeviceRecord[]> {
   if (rows.length === 0) return []
   // One statement, one snapshot: every row carries the same generation.
-  const catalogue = await referenceData(h).atLeast(rows[0]?.catalogueGeneration ?? 0)
-  return rows.map(({ components, catalogueGeneration: _seen, ...row }) => ({
+  const catalogue = await referenceData(h).atLeast(rows[0]?.stamp.generation ?? 0)
+  return rows.map(({ components, ...row }) => ({
     ...row,
     kit: row.kitId === null ? null : catalogue.kits.get(row.kitId) ?? null,
     sensors: components === null ? null : sensorsOf(components, catalogue)

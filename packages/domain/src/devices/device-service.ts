@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto'
 import {
-  addKitComponents, archiveDeviceRow, defaultKitId, type DeviceValues, type Handle, inTransaction, insertDevice, isPgCode, kitExists, listDeviceIds,
+  addKitComponents, archiveDeviceRow, defaultKitId, type DeviceValues, type Handle, inTransaction, insertDevice, isPgCode, kitExists, listDeviceStamps, type DeviceListOptions,
   lockDeviceRow, macAddressTaken, PgCode, pgError, type PostprocessingValues, replaceDeviceTags, setDeviceToken, takeOverMac, tagsNamed, updateDeviceRow,
   upsertPostprocessing, type UserRecord
 } from '@esp/db'
@@ -32,17 +32,12 @@ const NEAR = /^(-?\d+(?:\.\d+)?),\s*(-?\d+(?:\.\d+)?)$/
 export interface DeviceListParams { near?: string | undefined, within?: string | undefined, withTags?: string | undefined }
 
 /**
- * A page of devices with everything their representation shows, and the total. The plain list
- * (no filter, sort, near or tags: what dashboards poll) is one prepared statement; a filtered
- * one finds the page's ids through the filter compiler, then reads them with the same statement.
+ * The filters of a list beyond the plain page, checked: null for the plain list (no filter, sort,
+ * near or tags: what dashboards poll), which one prepared statement walks by id.
  */
-export async function listDevices (h: Handle, query: ListQuery, params: DeviceListParams, viewer: Viewer | null): Promise<{ rows: DeviceRecord[], total: number }> {
-  const scope = readScope(viewer, true)
-  const offset = (query.page - 1) * query.perPage
+export function listQueryOptions (query: ListQuery, params: DeviceListParams): DeviceListOptions | null {
   const withTags = params.withTags?.split('|').map((t) => t.trim()).filter((t) => t !== '') ?? []
-  if (query.filters.length === 0 && query.sort.length === 0 && params.near === undefined && withTags.length === 0) {
-    return await reads.page(h, { limit: query.perPage, offset }, scope)
-  }
+  if (query.filters.length === 0 && query.sort.length === 0 && params.near === undefined && withTags.length === 0) return null
   let near: { latitude: number, longitude: number, within: number } | undefined
   if (params.near !== undefined) {
     const match = NEAR.exec(params.near.trim())
@@ -55,8 +50,19 @@ export async function listDevices (h: Handle, query: ListQuery, params: DeviceLi
     if (!Number.isFinite(within) || within <= 0) throw errors.badRequest('within must be a positive number of kilometres', { within: ['must be a positive number of kilometres'] })
     near = { latitude: lat, longitude: lng, within }
   }
-  const { ids, total } = await listDeviceIds(h, query, { withTags, near }, visibility(viewer))
-  return { rows: await reads.byIds(h, ids, scope), total }
+  return { withTags, near }
+}
+
+/**
+ * A page of devices with everything their representation shows, and the total, read in full
+ * (the routes send kept texts instead: representations.ts).
+ */
+export async function listDevices (h: Handle, query: ListQuery, params: DeviceListParams, viewer: Viewer | null): Promise<{ rows: DeviceRecord[], total: number }> {
+  const scope = readScope(viewer, true)
+  const options = listQueryOptions(query, params)
+  if (options === null) return await reads.page(h, { limit: query.perPage, offset: (query.page - 1) * query.perPage }, scope)
+  const { rows, total } = (await listDeviceStamps(h, query, options, visibility(viewer))).found
+  return { rows: await reads.byIds(h, rows.map((r) => r.id), scope), total }
 }
 
 /** Active devices of several owners, as the caller may see them, without data (a user's `devices`). */

@@ -20,3 +20,17 @@ export function legacyStatus (device: StateFacts, now: Date): 'new' | 'online' |
   if (device.lastReadingAt === null) return 'new'
   return now.getTime() - device.lastReadingAt.getTime() < OLD_STATUS_OFFLINE_AFTER_MS ? 'online' : 'offline'
 }
+
+/**
+ * When `systemTags` or `legacyStatus` next change by the clock alone (`new` ends, `online` turns
+ * `offline`), in epoch ms; Infinity when nothing will. A representation kept past it would be wrong.
+ */
+export function stateChangesAt (device: StateFacts, now: Date): number {
+  const at = now.getTime()
+  const moments = [device.createdAt.getTime() + NEW_FOR_MS]
+  if (device.lastReadingAt !== null) {
+    const last = device.lastReadingAt.getTime()
+    moments.push(last + OFFLINE_AFTER_MS, last + OLD_STATUS_OFFLINE_AFTER_MS)
+  }
+  return moments.reduce((next, moment) => moment > at && moment < next ? moment : next, Infinity)
+}

@@ -2,7 +2,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import { and, isNull } from 'drizzle-orm'
 import {
-  devices, type Handle, listDeviceIds, visibleExperimentDevices, readDevicePage, readDevices, readDevicesOfOwners, readUserWithDevices, searchHits, visibleDrizzle, visibleSql,
+  devices, type Handle, listDeviceStamps, userStamps, devicePageStamps, deviceStamps, visibleExperimentDevices, readDevicePage, readDevices, readDevicesOfOwners, readUserWithDevices, searchHits, visibleDrizzle, visibleSql,
   type Visibility
 } from '@esp/db'
 import { createTestDatabase } from '@esp/db/testing'
@@ -58,6 +58,10 @@ t.test('every form of the privacy rule selects exactly what canSee accepts', asy
     }
     const all = rows.map((d) => d.id)
     await sql`insert into experiment_devices (experiment_id, device_id) select ${experiment.id}, unnest(${all}::int4[])`
+    // The batched stamps statement finds every active device it is asked for, whoever asks (access is checked after it).
+    const stamped = [...(await deviceStamps(database, all)).found.keys()].sort((a, b) => a - b)
+    const active = rows.filter((d) => !d.archived).map((d) => d.id).sort((a, b) => a - b)
+    if (!same(stamped, active)) throw new Error(`deviceStamps: ${JSON.stringify(stamped)}, active: ${JSON.stringify(active)}`)
     for (const viewer of viewers) {
       const v = visibility(viewer)
       const who = viewer === null ? 'anonymous' : `${viewer.role} ${viewer.id}`
@@ -72,7 +76,10 @@ t.test('every form of the privacy rule selects exactly what canSee accepts', asy
           .filter((hit) => hit.kind === 'Device').map((hit) => hit.id),
         visibleDrizzle: await byDrizzle(database, v),
         'visibleDrizzle, experiments statement': (await visibleExperimentDevices(database, [experiment.id], v)).map((row) => row.deviceId),
-        'visibleDrizzle, list statement': (await listDeviceIds(database, { filters: [], sort: [], page: 1, perPage: 1000 }, { withTags: [] }, v)).ids
+        'visibleDrizzle, list statement': (await listDeviceStamps(database, { filters: [], sort: [], page: 1, perPage: 1000 }, { withTags: [] }, v)).found.rows.map((d) => d.id),
+        'visibleTextFor, batched user stamps': (await userStamps(database, owners.map((o) => ({ userId: o.id, viewer: v })))).found.flatMap((u) => u?.devices.map((d) => d.id) ?? []).sort((a, b) => a - b),
+        'visibleText, one user\'s stamps': (await Promise.all(owners.map(async (o) => (await userStamps(database, [{ userId: o.id, viewer: v }])).found[0]?.devices.map((d) => d.id) ?? []))).flat().sort((a, b) => a - b),
+        'visibleText, page stamps': (await devicePageStamps(database, { limit: 1000, offset: 0 }, v)).found.rows.map((d) => d.id)
       }
       for (const [form, ids] of Object.entries(forms)) {
         if (!same(ids, expected)) throw new Error(`${form} for ${who}: ${JSON.stringify(ids)}, canSee: ${JSON.stringify(expected)} of ${JSON.stringify(rows)}`)

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { compileListQuery, DeviceBody, type DeviceRecord, deviceService, isAdmin, loadDevice, loadDeviceRow, type MapBody, presentDevice, presentDevices } from '@esp/domain'
+import { compileListQuery, DeviceBody, deviceBody, deviceListBody, deviceService, isAdmin, loadDevice, loadDeviceRow, type MapBody, presentDevice } from '@esp/domain'
 import { baseUrl, errorResponses, etagMatches, listQuery, parsedParam, rawQuery, recordIdParam, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
+import { readKept, sendKept } from './kept.js'
 
 const Id = Type.Object({ id: recordIdParam('device', 20) })
 const ListQuery = listQuery(deviceService.deviceFilters, {
@@ -48,7 +49,11 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
   const reread = async (request: FastifyRequest, id: number, creation = false) =>
     presentDevice(await loadDevice(ctx.database, id, request.viewer), options(request, creation))
 
+  // Kept reads check remembered credentials by their own statement (kept.ts readKept).
+  const keptRead = { credentialsCheckedByRead: true }
+
   app.get('/devices', {
+    config: keptRead,
     schema: {
       tags,
       summary: 'List devices with their data, kit and owner (paginated; q[<key>_<matcher>] filters; near; with_tags)',
@@ -58,9 +63,10 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request, reply) => {
     const query = compileListQuery(rawQuery(request), deviceService.deviceFilters, { admin: isAdmin(request.viewer) })
-    const { rows, total } = await deviceService.listDevices(request.reads.database, query, { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }, request.viewer)
+    const params = { near: request.query.near, within: request.query.within, withTags: request.query.with_tags }
+    const { kept, total } = await readKept(ctx, request, async (caller) => await deviceListBody(request.reads.database, query, params, caller))
     setPaginationHeaders(request, reply, { page: query.page, perPage: query.perPage, total })
-    return presentDevices(rows, options(request))
+    return sendKept(reply, kept)
   })
 
   app.get('/devices/world_map', {
@@ -89,10 +95,10 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
       params: Id,
       response: { 200: Type.Ref('Device'), ...errorResponses(401, 404, 429) }
     }
-  }, async (request) => {
-    // The request's whole path: parse the id, one prepared statement, the access check, the presenter.
-    const device: DeviceRecord = await loadDevice(request.reads.database, request.params.id, request.viewer)
-    return presentDevice(device, options(request))
+  }, async (request, reply) => {
+    // The request's whole path: parse the id, one cheap statement for the revisions and the access
+    // check, then the kept text (or one prepared statement, the presenter and the serializer).
+    return sendKept(reply, await readKept(ctx, request, async (caller) => await deviceBody(request.reads.database, request.params.id, caller)))
   })
 
   app.post('/devices', {

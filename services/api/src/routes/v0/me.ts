@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { detectImageType, errors, OkMessage, signUploadPolicy, UserBody, userService } from '@esp/domain'
+import { detectImageType, errors, OkMessage, signUploadPolicy, UserBody, userService, userBody } from '@esp/domain'
 import { baseUrl, binaryFile, errorResponses, multipartForm, requireViewer, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
+import { readKept, sendKept } from './kept.js'
 import { readMultipartForm } from './multipart.js'
-import { renderUser, renderUserByKey } from './user-view.js'
+import { renderUser } from './user-view.js'
 
 const USER_FIELDS = ['email', 'username', 'password', 'city', 'country_code', 'url', 'first_name', 'last_name'] as const
 const MultipartUpdate = multipartForm(Type.Object({
@@ -18,10 +19,12 @@ export async function meRoutes (fastify: FastifyInstance, ctx: ApiContext): Prom
   const tags = ['users']
 
   app.get('/me', {
+    // A kept read: remembered credentials are checked by its own statement (kept.ts readKept).
+    config: { credentialsCheckedByRead: true },
     schema: { tags, summary: 'The current user, with their devices', operationId: 'getMe', security: SIGNED_IN, response: { 200: Type.Ref('User'), ...errorResponses(401, 429) } }
-  }, async (request) => {
+  }, async (request, reply) => {
     const viewer = requireViewer(request)
-    return await renderUserByKey(ctx, request, viewer.id)
+    return sendKept(reply, await readKept(ctx, request, async (caller) => await userBody(request.reads.database, caller.viewer?.id ?? viewer.id, caller)))
   })
 
   for (const method of ['PATCH', 'PUT'] as const) {

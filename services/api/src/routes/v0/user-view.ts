@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { type DeviceRecord, deviceService, presentDevices, presentUser, recordId, type UserRow, type UserView, userService } from '@esp/domain'
+import { type DeviceRecord, deviceService, presentDevices, presentUser, type UserRow, type UserView } from '@esp/domain'
 import { baseUrl } from '@esp/http'
 import type { ApiContext } from '../../context.js'
 
@@ -27,17 +27,6 @@ export async function renderUsers (ctx: ApiContext, request: FastifyRequest, row
 
 export async function renderUser (ctx: ApiContext, request: FastifyRequest, row: UserRow): Promise<UserView> {
   return renderOne(ctx, request, row, await deviceService.devicesOfOwners(request.reads.database, [row.id], request.viewer))
-}
-
-/**
- * GET /users/:id_or_username and /me: by id, the user and their devices in one statement; by
- * username, the user first.
- */
-export async function renderUserByKey (ctx: ApiContext, request: FastifyRequest, key: string | number): Promise<UserView> {
-  const id = recordId(key)
-  if (id === null) return await renderUser(ctx, request, await userService.findUser(request.reads.database, key))
-  const { user, devices } = await deviceService.userWithDevices(request.reads.database, id, request.viewer)
-  return renderOne(ctx, request, user, devices)
 }
 
 function renderOne (ctx: ApiContext, request: FastifyRequest, row: UserRow, devices: DeviceRecord[]): UserView {

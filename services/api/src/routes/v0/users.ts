@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { compileListQuery, isAdmin, OkMessage, presentUser, User, UserBody, userService } from '@esp/domain'
+import { compileListQuery, isAdmin, OkMessage, presentUser, User, UserBody, userService, userBody } from '@esp/domain'
 import { baseUrl, errorResponses, listQuery, rawQuery, requireViewer, setPaginationHeaders, SIGNED_IN } from '@esp/http'
 import type { ApiContext } from '../../context.js'
-import { renderUser, renderUserByKey, renderUsers } from './user-view.js'
+import { readKept, sendKept } from './kept.js'
+import { renderUser, renderUsers } from './user-view.js'
 
 const IdOrUsername = Type.Object({ id_or_username: Type.String({ minLength: 1, maxLength: 100, description: 'user id, or username' }) })
 const ListQuery = listQuery(userService.userFilters)
@@ -29,8 +30,10 @@ export async function userRoutes (fastify: FastifyInstance, ctx: ApiContext): Pr
   })
 
   app.get('/users/:id_or_username', {
+    // A kept read: remembered credentials are checked by its own statement (kept.ts readKept).
+    config: { credentialsCheckedByRead: true },
     schema: { tags, summary: 'One user, by id or username', operationId: 'getUser', params: IdOrUsername, response: { 200: Type.Ref('User'), ...errorResponses(401, 404, 429) } }
-  }, async (request) => await renderUserByKey(ctx, request, request.params.id_or_username))
+  }, async (request, reply) => sendKept(reply, await readKept(ctx, request, async (caller) => await userBody(request.reads.database, request.params.id_or_username, caller))))
 
   app.post('/users', {
     schema: {
