@@ -15,20 +15,22 @@ export function etagMatches (ifNoneMatch: string | undefined, etag: string): boo
 /** The weak entity tag of a body as sent. */
 const etagOf = (body: Buffer | string): string => `W/"${createHash('sha1').update(body).digest('base64url')}"`
 
-const textTags = new WeakMap<{ readonly json: string }, string>()
+const encodedTexts = new WeakMap<{ readonly json: string }, { body: Buffer, etag: string }>()
 
 /**
- * Sends JSON text made once (the reference data's representations), with its entity tag made once
- * too: nothing is serialized or hashed again per request. The hook below keeps the tag.
+ * Sends JSON text made once (the reference data's representations) as bytes encoded once, with
+ * its entity tag made once too: nothing is serialized, encoded or hashed again per request (a
+ * string body is encoded again on every write). The hook below keeps the tag.
  */
-export function sendJsonText (reply: FastifyReply, text: { readonly json: string }): string {
-  let etag = textTags.get(text)
-  if (etag === undefined) {
-    etag = etagOf(text.json)
-    textTags.set(text, etag)
+export function sendJsonText (reply: FastifyReply, text: { readonly json: string }): Buffer {
+  let encoded = encodedTexts.get(text)
+  if (encoded === undefined) {
+    const body = Buffer.from(text.json)
+    encoded = { body, etag: etagOf(body) }
+    encodedTexts.set(text, encoded)
   }
-  reply.header('etag', etag).type('application/json; charset=utf-8')
-  return text.json
+  reply.header('etag', encoded.etag).type('application/json; charset=utf-8')
+  return encoded.body
 }
 
 const credentialed = (request: FastifyRequest): boolean =>

@@ -71,6 +71,11 @@ export class WeightedStore {
         // counted here below until Redis answers again
       }
     }
+    return this.addHere(key, units, windowMs)
+  }
+
+  /** The count in this process (no Redis, or Redis away). */
+  private addHere (key: string, units: number, windowMs: number): Count {
     const now = Date.now()
     let entry = this.memory.get(key)
     if (entry === undefined || entry.resetAt <= now) entry = { current: 0, resetAt: now + windowMs }
@@ -84,6 +89,11 @@ export class WeightedStore {
 
   // @fastify/rate-limit's store interface: one unit a request.
   incr (key: string, callback: Callback, timeWindow: number): void {
+    // Without Redis, answered at once: no promise and no turn of the event loop per request.
+    if (this.redis === undefined) {
+      callback(null, this.addHere(key, 1, timeWindow))
+      return
+    }
     this.add(key, 1, timeWindow).then((count) => { callback(null, count) }, (err: unknown) => { callback(err instanceof Error ? err : new Error(String(err)), { current: 0, ttl: 0 }) })
   }
 

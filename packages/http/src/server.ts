@@ -17,7 +17,7 @@ import { authPlugin, type AuthOptions } from './auth-plugin.js'
 import { noRateLimit, rateLimitPlugin, type RateLimitOptions } from './rate-limit.js'
 import { corsPlugin } from './cors.js'
 import { healthRoutes, type ReadinessCheck } from './health.js'
-import { loggerOptions } from './logger.js'
+import { lazyChildLogger, loggerOptions } from './logger.js'
 import { metricsPlugin, metricsRoute, type MetricsOptions } from './metrics.js'
 import { openapiOptions } from './openapi.js'
 import { pressurePlugin, type PressureOptions } from './pressure.js'
@@ -121,6 +121,7 @@ export async function buildServer (options: ServerOptions): Promise<FastifyInsta
   const requestMs = Math.max(timeouts.requestMs, timeouts.headersMs)
   const app = Fastify({
     logger: { ...loggerOptions(options.logLevel), ...(options.logStream !== undefined ? { stream: options.logStream } : {}) },
+    childLoggerFactory: lazyChildLogger,
     // The server's limit is the small one: a route that needs more says so (largeBodyLimit).
     bodyLimit: defaultBodyLimit,
     trustProxy: options.trustProxy,

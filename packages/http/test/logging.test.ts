@@ -84,3 +84,21 @@ t.test('JSON log lines carry request ids and none of the secrets a request bring
     t.same(found, [], `no log line holds the ${name}`)
   }
 })
+
+t.test('at the production level a served request writes nothing, and what is logged still carries its id', async (t) => {
+  const lines: string[] = []
+  const harness = await buildApi(t, {
+    server: { logLevel: 'warn', logStream: { write: (line) => { lines.push(line) } } },
+    extra: async (app) => {
+      app.get('/v0/test/quiet', async (request) => { request.log.info('below the level'); return { ok: true } })
+      app.get('/v0/test/loud', async (request) => { request.log.warn({ token: 'a-secret-token' }, 'worth a line'); return { ok: true } })
+    }
+  })
+  const quiet = await harness.app.inject({ url: '/v0/test/quiet' })
+  t.equal(quiet.statusCode, 200)
+  t.same(lines.filter((l) => l.includes(quiet.headers['x-request-id'] as string)), [], 'nothing for a request that logs below the level')
+  const loud = await harness.app.inject({ url: '/v0/test/loud', headers: { 'x-request-id': 'loud-1' } })
+  t.equal(loud.statusCode, 200)
+  const line = lines.find((l) => l.includes('worth a line'))
+  t.match(JSON.parse(line ?? '{}'), { reqId: 'loud-1', level: 40, msg: 'worth a line', token: '[REDACTED]' }, 'the request\'s id and the redaction, as pino\'s child writes them')
+})
