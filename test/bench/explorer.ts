@@ -1,3 +1,4 @@
+import { request } from 'node:http'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { KIT_SENSORS, kitValue } from '../../scripts/demo-world.js'
 import { makeDevices, type BenchPlatform, writeReadings } from './setup.js'
@@ -23,7 +24,12 @@ export interface ExplorerFigures {
   firstLoad: { bytes: number, document: number, scripts: number, stylesheets: number, files: string[], encodings: string[] }
   /** for information: loaded by the map page beside its first load */
   countriesBytes: number
-  worldMapBytes: number
+  /** the map page's data, GET /v0/devices/compact_map: as the browser received it, and gzip */
+  compactMapReceivedBytes: number
+  compactMapReceivedEncoding: string
+  compactMapGzipBytes: number
+  /** GET /v0/devices/world_map (what the map page loaded before the compact map), gzip */
+  worldMapGzipBytes: number
   /** navigation start to the load event of GET /health/live, the same browser and server */
   baseline: Timings
   map: Timings
@@ -65,6 +71,22 @@ const timings = (runs: number[], baselineP50: number): Timings => {
 }
 
 const pathOf = (entry: Entry): string => new URL(entry.name).pathname
+
+const COMPACT_MAP = '/v0/devices/compact_map'
+
+/** The bytes of a GET as sent, gzip asked for (a socket of its own, nothing decoded). */
+async function gzipBytes (url: string): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const req = request(url, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
+      let bytes = 0
+      res.on('data', (chunk: Buffer) => { bytes += chunk.length })
+      res.on('end', () => { resolve(res.headers['content-encoding'] === 'gzip' ? bytes : NaN) })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
 
 /** Opens `url` in a context of its own (a cold cache), waits for `ready` and returns what it reads. */
 async function visit (browser: Browser, url: string, ready: (page: Page) => Promise<Visit>): Promise<Visit> {
@@ -135,15 +157,15 @@ const isCode = (e: Entry): boolean => /\.(js|css)$/.test(pathOf(e))
 function mapProfile (v: Visit): Record<string, number> {
   const nav = navigation(v)
   const code = v.entries.filter((e) => e.entryType === 'resource' && isCode(e) && e.startTime < v.ms)
-  const worldMap = v.entries.find((e) => e.entryType === 'resource' && pathOf(e) === '/v0/devices/world_map')
+  const compact = v.entries.find((e) => e.entryType === 'resource' && pathOf(e) === COMPACT_MAP)
   const countries = v.entries.find((e) => e.entryType === 'resource' && /\/assets\/[^/]*\.json$/.test(pathOf(e)))
   return {
     documentIn: round(nav?.responseEnd ?? NaN),
     scriptsAndStylesheetsIn: last(code, 'responseEnd'),
     domContentLoaded: round(nav?.domContentLoadedEventEnd ?? NaN),
-    worldMapAsked: round(worldMap?.startTime ?? NaN),
-    worldMapFirstByte: round(worldMap?.responseStart ?? NaN),
-    worldMapIn: round(worldMap?.responseEnd ?? NaN),
+    compactMapAsked: round(compact?.startTime ?? NaN),
+    compactMapFirstByte: round(compact?.responseStart ?? NaN),
+    compactMapIn: round(compact?.responseEnd ?? NaN),
     countriesAsked: round(countries?.startTime ?? NaN),
     countriesIn: round(countries?.responseEnd ?? NaN),
     mapReady: round(v.ms)
@@ -174,7 +196,8 @@ function chartsProfile (v: Visit): Record<string, number> {
 
 /**
  * Case 7, the explorer in Debian's Chromium, timed by the page itself (the Performance API): the
- * bytes of its first load; navigation start to esp:map-ready with 10,000 devices on the map; to
+ * bytes of its first load; navigation start to esp:map-ready with 10,000 devices on the map (drawn
+ * from GET /v0/devices/compact_map, whose gzip size is stated beside the world map's); to
  * esp:charts-drawn on the page of a kit of 12 sensors with a year of 10-minute readings (written
  * through the write path), for the year (daily buckets) and the month (hourly); next to the same
  * browser's load of GET /health/live from the same server. Each run in a fresh context (a cold
@@ -184,7 +207,7 @@ export async function benchExplorer (p: BenchPlatform, quick: boolean): Promise<
   const wanted = quick ? 300 : 10_000
   const days = quick ? 14 : 365
   const runs = quick ? 2 : 7
-  const onMap = async (): Promise<number> => (await (await fetch(`${p.base}/v0/devices/world_map`)).json() as unknown[]).length
+  const onMap = async (): Promise<number> => (await (await fetch(`${p.base}${COMPACT_MAP}`)).json() as { count: number }).count
   // The world map case of the same run may have seeded them already.
   const there = await onMap()
   if (there < wanted) {
@@ -218,6 +241,7 @@ export async function benchExplorer (p: BenchPlatform, quick: boolean): Promise<
   const seen: Record<typeof pages[number][0], Visit[]> = { baseline: [], map: [], year: [], month: [] }
   // The encodings the server chose for the first load, as the browser asked.
   const encodings = new Set<string>()
+  let compactEncoding: Promise<string> = Promise.resolve('')
   try {
     for (let run = -1; run < runs; run++) {
       for (const [name, url, ready] of pages) {
@@ -236,6 +260,9 @@ export async function benchExplorer (p: BenchPlatform, quick: boolean): Promise<
         asked.push(response.request().allHeaders().then(async (headers) => `${file.replace(/^.*\./, '.')}: asked ${headers['accept-encoding'] ?? 'nothing'}, got ${await response.headerValue('content-encoding') ?? 'identity'}`))
       }
     })
+    page.on('response', (response) => {
+      if (new URL(response.url()).pathname === COMPACT_MAP) compactEncoding = response.headerValue('content-encoding').then((e) => e ?? 'identity')
+    })
     await page.goto(`${p.base}/explorer/`)
     await mapVisit(page)
     for (const line of await Promise.all(asked)) encodings.add(line)
@@ -245,10 +272,10 @@ export async function benchExplorer (p: BenchPlatform, quick: boolean): Promise<
   }
 
   for (const v of [...seen.year, ...seen.month]) if (v.text !== '12') throw new Error(`explorer: ${v.text} charts drawn, not 12`)
-  // The figure must not come from an empty map: every run's panel counts the world map's devices.
+  // The figure must not come from an empty map: every run's panel counts the compact map's devices.
   const counted = seen.map.map((v) => Number((/[\d,]+ of ([\d,]+) devices/.exec(v.text)?.[1] ?? '0').replace(/,/g, '')))
   const shownDevices = Math.min(...counted)
-  if (shownDevices !== devices || devices < wanted) throw new Error(`explorer: the map page counted ${counted.join(', ')} devices, the world map has ${devices}, ${wanted} wanted`)
+  if (shownDevices !== devices || devices < wanted) throw new Error(`explorer: the map page counted ${counted.join(', ')} devices, the compact map has ${devices}, ${wanted} wanted`)
 
   // The first load: the document, and every script and stylesheet asked for before the map was ready.
   const firstMap = seen.map[0]
@@ -285,12 +312,15 @@ export async function benchExplorer (p: BenchPlatform, quick: boolean): Promise<
       encodings: [...encodings].sort()
     },
     countriesBytes: bytesOf(resources.filter((e) => /\/assets\/[^/]*\.json$/.test(pathOf(e)))),
-    worldMapBytes: bytesOf(resources.filter((e) => pathOf(e) === '/v0/devices/world_map')),
+    compactMapReceivedBytes: bytesOf(resources.filter((e) => pathOf(e) === COMPACT_MAP)),
+    compactMapReceivedEncoding: await compactEncoding,
+    compactMapGzipBytes: await gzipBytes(`${p.base}${COMPACT_MAP}`),
+    worldMapGzipBytes: await gzipBytes(`${p.base}/v0/devices/world_map`),
     baseline,
     map: timings(seen.map.map((v) => v.ms), baseline.p50),
     device: { sensors: KIT_SENSORS.length, days, values: count * KIT_SENSORS.length, loadValuesPerSecond: Math.round(count * KIT_SENSORS.length / loadSeconds), year, month },
     profile: { map: mapProfile(medianRun(seen.map)), year: chartsProfile(medianRun(seen.year)), month: chartsProfile(medianRun(seen.month)) }
   }
-  progress(`explorer: first load ${figures.firstLoad.bytes} bytes, map p50 ${figures.map.p50} ms, year p50 ${year.p50} ms, month p50 ${month.p50} ms, baseline p50 ${baseline.p50} ms`)
+  progress(`explorer: first load ${figures.firstLoad.bytes} bytes, compact map ${figures.compactMapGzipBytes} bytes gzip (world map ${figures.worldMapGzipBytes}), map p50 ${figures.map.p50} ms, year p50 ${year.p50} ms, month p50 ${month.p50} ms, baseline p50 ${baseline.p50} ms`)
   return figures
 }

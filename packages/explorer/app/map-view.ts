@@ -6,11 +6,19 @@ import type { Geometry } from 'geojson'
 import type { Topology } from 'topojson-specification'
 import countriesUrl from 'world-atlas/countries-110m.json?url'
 import { config } from './config.js'
-import { conditionOf, type DeviceCondition } from './components.js'
-import type { MapDevice } from './types.js'
+import type { DeviceCondition } from './components.js'
+import type { MapPoint } from './types.js'
 
 interface PointProps { id: number, name: string, condition: DeviceCondition }
 interface ClusterProps { online: number, offline: number, new: number }
+type Point = Supercluster.PointFeature<PointProps>
+
+/** Past this zoom devices are no longer grouped. */
+const CLUSTER_MAX_ZOOM = 14
+/** The outline waits for the devices at most this long. */
+const OUTLINE_WAITS_MS = 1000
+/** What the canvas draws beyond the view, for panning: 30 % of the view, at most this many pixels a side. */
+const CANVAS_MARGIN_PX = 300
 
 /** A ring whose longitudes are shifted by whole turns so each follows its predecessor: no stroke back across the world. */
 function unwrapRing (ring: number[][]): number[][] {
@@ -44,16 +52,25 @@ export const CONDITION_COLOUR: Record<DeviceCondition, string> = { online: '#138
 /**
  * The map of devices: Leaflet on a canvas renderer, the countries drawn from the shipped
  * world-atlas outline unless a tile server is configured, and the devices clustered by
- * supercluster so that 10,000 of them stay a few hundred marks at any zoom.
+ * supercluster so that 10,000 of them stay a few hundred marks at any zoom. Each zoom level is
+ * clustered on its own when first drawn (about a tenth of the work of every level at once, which
+ * is what kept a map of 10,000 devices from being ready sooner); a group is opened by zooming
+ * to its devices.
  */
 export class DeviceMap {
   private readonly map: L.Map
   private readonly layer = L.layerGroup()
-  private readonly renderer = L.canvas({ padding: 0.3 })
-  private index: Supercluster<PointProps, ClusterProps> | null = null
+  private readonly renderer: L.Canvas
+  private points: Point[] | null = null
+  /** by whole zoom level, made when first drawn */
+  private readonly indexes = new Map<number, Supercluster<PointProps, ClusterProps>>()
   private highlighted: L.CircleMarker | null = null
+  private devicesShown: () => void = () => {}
 
   constructor (element: HTMLElement, private readonly onOpen: (id: number) => void) {
+    // On a tall or wide screen a margin of 30 % is a canvas several times the view's size, and
+    // sizing it (at every move) took as long as drawing the devices.
+    this.renderer = L.canvas({ padding: Math.min(0.3, CANVAS_MARGIN_PX / Math.max(1, element.clientWidth, element.clientHeight)) })
     this.map = L.map(element, { preferCanvas: true, worldCopyJump: true, minZoom: 2, maxZoom: 18, zoomSnap: 0.5 })
     this.map.setView([30, 10], 2)
     this.map.attributionControl.setPrefix(false)
@@ -61,15 +78,19 @@ export class DeviceMap {
       L.tileLayer(config.tileUrl, { attribution: config.tileAttribution ?? '', maxZoom: 19 }).addTo(this.map)
     } else {
       element.classList.add('map-offline')
-      void this.drawCountries()
+      // The devices first: drawing the outline takes as long as drawing them, and the map is
+      // usable without it.
+      const shown = new Promise<void>((resolve) => { this.devicesShown = resolve; setTimeout(resolve, OUTLINE_WAITS_MS) })
+      void this.drawCountries(shown)
     }
     this.layer.addTo(this.map)
     this.map.on('moveend', () => { this.draw() })
   }
 
-  private async drawCountries (): Promise<void> {
+  private async drawCountries (devicesShown: Promise<void>): Promise<void> {
     try {
       const topology = await (await fetch(countriesUrl)).json() as Topology
+      await devicesShown
       const object = topology.objects.countries
       if (object === undefined) return
       const countries = feature(topology, object)
@@ -92,23 +113,35 @@ export class DeviceMap {
     }
   }
 
-  show (devices: readonly MapDevice[]): void {
-    const index = new Supercluster<PointProps, ClusterProps>({
-      radius: 56,
-      maxZoom: 14,
-      map: (p) => ({ online: p.condition === 'online' ? 1 : 0, offline: p.condition === 'offline' ? 1 : 0, new: p.condition === 'new' ? 1 : 0 }),
-      reduce: (sum, p) => { sum.online += p.online; sum.offline += p.offline; sum.new += p.new }
-    })
-    index.load(devices.map((d) => ({
+  show (devices: readonly MapPoint[]): void {
+    this.points = devices.map((d) => ({
       type: 'Feature',
       geometry: { type: 'Point', coordinates: [d.longitude, d.latitude] },
-      properties: { id: d.id, name: d.name, condition: conditionOf(d) }
-    })))
-    this.index = index
+      properties: { id: d.id, name: d.name, condition: d.condition }
+    }))
+    this.indexes.clear()
     this.draw()
+    this.devicesShown()
   }
 
-  focus (device: MapDevice): void {
+  /** The groups at a whole zoom level; past CLUSTER_MAX_ZOOM, that level's index answers the devices themselves. */
+  private indexAt (zoom: number, points: Point[]): Supercluster<PointProps, ClusterProps> {
+    const level = Math.min(zoom, CLUSTER_MAX_ZOOM)
+    let index = this.indexes.get(level)
+    if (index === undefined) {
+      index = new Supercluster<PointProps, ClusterProps>({
+        radius: 56,
+        minZoom: level,
+        maxZoom: level,
+        map: (p) => ({ online: p.condition === 'online' ? 1 : 0, offline: p.condition === 'offline' ? 1 : 0, new: p.condition === 'new' ? 1 : 0 }),
+        reduce: (sum, p) => { sum.online += p.online; sum.offline += p.offline; sum.new += p.new }
+      }).load(points)
+      this.indexes.set(level, index)
+    }
+    return index
+  }
+
+  focus (device: { latitude: number, longitude: number }): void {
     this.map.setView([device.latitude, device.longitude], Math.max(this.map.getZoom(), 13))
     this.highlighted?.remove()
     this.highlighted = L.circleMarker([device.latitude, device.longitude], { renderer: this.renderer, radius: 14, color: '#111', weight: 2, fill: false, interactive: false }).addTo(this.map)
@@ -119,13 +152,14 @@ export class DeviceMap {
   destroy (): void { this.map.remove() }
 
   private draw (): void {
-    const index = this.index
-    if (index === null) return
+    const points = this.points
+    if (points === null) return
     this.layer.clearLayers()
     const bounds = this.map.getBounds()
     const west = Math.max(-180, bounds.getWest())
     const east = Math.min(180, bounds.getEast())
     const zoom = Math.round(this.map.getZoom())
+    const index = this.indexAt(zoom, points)
     const items = index.getClusters([west, Math.max(-85, bounds.getSouth()), east, Math.min(85, bounds.getNorth())], zoom)
     for (const item of items) {
       const [lng, lat] = item.geometry.coordinates as [number, number]
@@ -145,7 +179,13 @@ export class DeviceMap {
           keyboard: true
         })
         marker.on('click', () => {
-          this.map.flyTo([lat, lng], Math.min(index.getClusterExpansionZoom(props.cluster_id), 18), { duration: 0.4 })
+          // To where its devices fill the view, and a level closer at least, where the group splits.
+          const devices = L.latLngBounds(index.getLeaves(props.cluster_id, Infinity).map((leaf) => {
+            const [x, y] = leaf.geometry.coordinates as [number, number]
+            return [y, x]
+          }))
+          const fit = this.map.getBoundsZoom(devices, false, L.point(40, 40))
+          this.map.flyTo(devices.getCenter(), Math.min(Math.max(fit, zoom + 1), 18), { duration: 0.4 })
         })
         this.layer.addLayer(marker)
       } else {

@@ -1,3 +1,35 @@
+/**
+ * `GET /v0/devices/compact_map`: what the map draws, in columns; the i-th device is the i-th item
+ * of each (the route's OpenAPI description has the format).
+ */
+export interface CompactMap {
+  count: number
+  /** the first id, then each id minus the one before */
+  id: number[]
+  /** in 1e-5 degrees */
+  lat: number[]
+  lng: number[]
+  /** a letter a device: o online, f offline, n new */
+  condition: string
+  /** a letter a device: i indoor, o outdoor */
+  exposure: string
+  name: string[]
+  measurement?: number
+  value?: Array<number | null>
+}
+
+/** A device as the map draws it, decoded from the compact map. */
+export interface MapPoint {
+  id: number
+  name: string
+  latitude: number
+  longitude: number
+  condition: 'online' | 'offline' | 'new'
+  exposure: 'indoor' | 'outdoor'
+  /** the latest value of the measurement the map was asked for; null without one */
+  value: number | null
+}
+
 /** The parts of the API's answers the explorer reads (the contract's fields). */
 export interface MapDevice {
   id: number

@@ -35,6 +35,7 @@ export const REPLICA_READ_ROUTES: ReadonlySet<string> = new Set([
   '/v0/devices/:id',
   '/v0/devices/world_map',
   '/v0/devices/fresh_world_map',
+  '/v0/devices/compact_map',
   '/v0/devices/:device_id/readings',
   '/v0/devices/:device_id/readings/export',
   '/v0/readings/export',

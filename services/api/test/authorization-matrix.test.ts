@@ -141,6 +141,8 @@ t.test('the access matrix: every route that shows or changes a device or a user,
     { route: 'GET /devices (q[is_private_eq], admins only)', expect: [400, 400, 400, 400, 200], request: () => ({ url: '/v0/devices?q[is_private_eq]=true' }) },
     { route: 'GET /devices/world_map', expect: all(200), request: () => ({ url: '/v0/devices/world_map' }) },
     { route: 'GET /devices/fresh_world_map', expect: all(200), request: () => ({ url: '/v0/devices/fresh_world_map' }) },
+    { route: 'GET /devices/compact_map', expect: all(200), request: () => ({ url: '/v0/devices/compact_map' }) },
+    { route: 'GET /devices/compact_map (measurement)', expect: all(200), request: () => ({ url: '/v0/devices/compact_map?measurement=1' }) },
     { route: 'GET /search', expect: { public: all(200), private: all(200) }, request: (d) => ({ url: `/v0/search?q=${encodeURIComponent(d.name.split(' ')[2] ?? '')}` }) },
     { route: 'GET /tags', expect: all(200), request: () => ({ url: '/v0/tags?per_page=1000' }) },
     // Readings

@@ -3,8 +3,10 @@ import { promisify } from 'node:util'
 import { brotliCompress, constants, gzip } from 'node:zlib'
 import { type Handle, trimOldest, worldMapFingerprint, worldMapRows } from '@esp/db'
 import { isAdmin, type Viewer } from '../auth/viewer.js'
+import { errors } from '../errors.js'
 import { countryName } from '../geo/country.js'
 import { formatTimestamp, type Clock } from '../time.js'
+import { recordIdOr404 } from '../validation/record-id.js'
 import { systemTags } from './device-state.js'
 import { canSee } from './device-access.js'
 import { hardwareOf } from './device-view.js'
@@ -39,7 +41,15 @@ export class MapBody {
 /** Renderings with private devices kept per viewer, at most this many per build. */
 const VIEWER_BODIES = 32
 
+/** Compact renderings kept per build beside the public one: viewers' and measurements' variants. */
+const COMPACT_BODIES = 64
+
 interface Entry { ownerId: number, isPrivate: boolean, json: string }
+
+/** One device as the compact map has it: `o` online, `f` offline, `n` new (no reading yet); `i` indoor, `o` outdoor. */
+interface Point { id: number, ownerId: number, isPrivate: boolean, lat: number, lng: number, condition: 'o' | 'f' | 'n', exposure: 'i' | 'o', name: string }
+
+interface Latest { value: number | null, recorded: number }
 
 interface Built {
   fingerprint: string
@@ -50,14 +60,52 @@ interface Built {
   privateEntries: Entry[]
   /** the fresh maps of viewers with private devices (key: user id, or "admin"), oldest first */
   viewerBodies: Map<string, MapBody>
+  /** every device of the map in id order, private ones too: what the compact renderings are made of */
+  points: Point[]
+  /** by measurement id, by device: the newest value of the device's sensors of it */
+  values: Map<number, Map<number, Latest>>
+  measurements: Set<number>
+  /** the compact map of public devices, rendered and compressed once */
+  compact: MapBody
+  /** other compact renderings (key: viewer and measurement), made when first asked for, oldest first */
+  compactBodies: Map<string, MapBody>
+}
+
+/**
+ * The compact map (GET /devices/compact_map): columns rather than objects, so that a key is
+ * written once and gzip sees runs of like values. Ids ascend and are delta-coded (small
+ * numbers); positions are integers of 1e-5 degrees, as stored (a position is truncated to 5
+ * digits), not delta-coded: ids do not follow places, and deltas measured no smaller there.
+ */
+function compactJson (points: readonly Point[], measurement: { id: number, values: ReadonlyMap<number, Latest> } | null): string {
+  const id: number[] = []
+  const lat: number[] = []
+  const lng: number[] = []
+  const name: string[] = []
+  let condition = ''
+  let exposure = ''
+  let previous = 0
+  for (const p of points) {
+    id.push(p.id - previous)
+    previous = p.id
+    lat.push(p.lat)
+    lng.push(p.lng)
+    condition += p.condition
+    exposure += p.exposure
+    name.push(p.name)
+  }
+  const columns = { count: points.length, id, lat, lng, condition, exposure, name }
+  if (measurement === null) return JSON.stringify(columns)
+  return JSON.stringify({ ...columns, measurement: measurement.id, value: points.map((p) => measurement.values.get(p.id)?.value ?? null) })
 }
 
 /**
  * The world map (contract: World-map device; clients.md §4.30): every active, located, non-test
- * device, rendered once and served from memory with an ETag and compressed bodies. A cheap
- * fingerprint query (device count and the newest device, owner and reading change) decides
- * whether the rendering is stale, so the map changes as soon as a device or its latest reading
- * does; `system_tags` depend on the clock, so a rendering also expires after `maxAgeMs`.
+ * device, rendered once and served from memory with an ETag and compressed bodies; from the same
+ * build, the explorer's compact map (only what its map draws). A cheap fingerprint query on the
+ * revisions decides whether the renderings are stale, so the maps change as soon as a device or
+ * its latest reading does; `system_tags` depend on the clock, so a build also expires after
+ * `maxAgeMs`.
  */
 export class WorldMap {
   private built: Built | undefined
@@ -87,10 +135,34 @@ export class WorldMap {
   }
 
   /**
-   * Two parts: what a device or its owner says (count, last edit) and when the newest reading
-   * arrived. A change of the first may hide a device (made private, archived), so it is rebuilt
-   * before answering; a new reading only moves values, so the previous rendering is served while
-   * the next one builds: under steady ingest the map stays as fast as when idle.
+   * `GET /devices/compact_map`: the same devices as `forViewer` (public ones, and the private ones
+   * the viewer may see), in compactJson's columns; with `measurement` (its id as the query gives
+   * it), each device's latest value of it. An id that names no measurement is a 404, as anywhere.
+   */
+  async compactMap (viewer: Viewer | null, measurement?: string): Promise<MapBody> {
+    const measurementId = measurement === undefined ? null : recordIdOr404('Measurement', measurement)
+    const built = await this.current()
+    if (measurementId !== null && !built.measurements.has(measurementId)) throw errors.notFound('Measurement', measurementId)
+    // A viewer who may see no private device of the map gets the public rendering.
+    const viewing = viewer !== null && built.privateEntries.some((e) => canSee(viewer, e)) ? viewer : null
+    if (viewing === null && measurementId === null) return built.compact
+    const key = `${viewing === null ? 'public' : isAdmin(viewing) ? 'admin' : String(viewing.id)}#${measurementId ?? ''}`
+    const cached = built.compactBodies.get(key)
+    if (cached !== undefined) return cached
+    const points = built.points.filter((p) => canSee(viewing, p))
+    const values = measurementId === null ? null : { id: measurementId, values: built.values.get(measurementId) ?? new Map() }
+    const body = new MapBody(compactJson(points, values), points.length)
+    built.compactBodies.set(key, body)
+    trimOldest(built.compactBodies, COMPACT_BODIES)
+    return body
+  }
+
+  /**
+   * Two parts (worldMapFingerprint): what may hide a device or change who sees it (count, last
+   * edit, the owners' revisions), and the devices' revisions, which readings move. A change of the
+   * first (made private, archived) is rebuilt before answering; a new reading only moves values
+   * and conditions, so the previous rendering is served while the next one builds: under steady
+   * ingest the map stays as fast as when idle.
    */
   private async fingerprint (): Promise<{ devices: string, readings: string }> {
     return await worldMapFingerprint(this.handle)
@@ -113,7 +185,7 @@ export class WorldMap {
 
   private async build (fingerprint: string): Promise<Built> {
     const now = this.clock()
-    const { devices: rows, tags: tagRows, latest: latestRows } = await worldMapRows(this.handle)
+    const { devices: rows, tags: tagRows, latest: latestRows, measurements } = await worldMapRows(this.handle)
     const tagsOf = new Map<number, string[]>()
     for (const t of tagRows) {
       const list = tagsOf.get(t.device_id)
@@ -121,7 +193,14 @@ export class WorldMap {
       else list.push(t.name)
     }
     const dataOf = new Map<number, { values: Record<string, number | string | null>, recorded: number, added: number }>()
+    const values = new Map<number, Map<number, Latest>>()
     for (const l of latestRows) {
+      if (l.measurement_id !== null) {
+        let ofDevice = values.get(l.measurement_id)
+        if (ofDevice === undefined) values.set(l.measurement_id, ofDevice = new Map())
+        const seen = ofDevice.get(l.device_id)
+        if (seen === undefined || Number(l.recorded_ms) > seen.recorded) ofDevice.set(l.device_id, { value: l.value, recorded: Number(l.recorded_ms) })
+      }
       let data = dataOf.get(l.device_id)
       if (data === undefined) dataOf.set(l.device_id, data = { values: {}, recorded: 0, added: 0 })
       data.values[String(l.sensor_id)] = l.value
@@ -131,11 +210,24 @@ export class WorldMap {
     }
     const publicJson: string[] = []
     const privateEntries: Entry[] = []
+    const points: Point[] = []
     for (const row of rows) {
       const createdAt = new Date(Number(row.created_ms))
       const lastReadingAt = row.last_reading_ms === null ? null : new Date(Number(row.last_reading_ms))
       const data = dataOf.get(row.id)
       const country = countryName(row.country_code)
+      const tags = systemTags({ exposure: row.exposure, createdAt, lastReadingAt }, now)
+      // The explorer's conditionOf, from the same system tags as this build's world map.
+      points.push({
+        id: row.id,
+        ownerId: row.owner_id,
+        isPrivate: row.is_private,
+        lat: Math.round(row.latitude * 1e5),
+        lng: Math.round(row.longitude * 1e5),
+        condition: lastReadingAt === null ? 'n' : tags.includes('online') ? 'o' : 'f',
+        exposure: tags.includes('indoor') ? 'i' : 'o',
+        name: row.name
+      })
       const item = {
         id: row.id,
         name: row.name,
@@ -148,7 +240,7 @@ export class WorldMap {
         country_code: row.country_code,
         kit_id: row.kit_id,
         state: row.state,
-        system_tags: systemTags({ exposure: row.exposure, createdAt, lastReadingAt }, now),
+        system_tags: tags,
         user_tags: tagsOf.get(row.id) ?? [],
         exposure: row.exposure,
         added_at: formatTimestamp(createdAt),
@@ -175,9 +267,22 @@ export class WorldMap {
       else publicJson.push(json)
     }
     const body = new MapBody(`[${publicJson.join(',')}]`, publicJson.length)
-    // Everyone gets the public map: both encodings are made before it is served.
-    await Promise.all([body.encode('gzip'), body.encode('br')])
-    const built: Built = { fingerprint, builtAt: now.getTime(), body, privateEntries, viewerBodies: new Map() }
+    const publicPoints = points.filter((p) => !p.isPrivate)
+    const compact = new MapBody(compactJson(publicPoints, null), publicPoints.length)
+    // Everyone gets the public maps: both encodings are made before they are served.
+    await Promise.all([body.encode('gzip'), body.encode('br'), compact.encode('gzip'), compact.encode('br')])
+    const built: Built = {
+      fingerprint,
+      builtAt: now.getTime(),
+      body,
+      privateEntries,
+      viewerBodies: new Map(),
+      points,
+      values,
+      measurements: new Set(measurements),
+      compact,
+      compactBodies: new Map()
+    }
     this.built = built
     return built
   }

@@ -1,63 +1,126 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, errorText } from '../api.js'
-import { Badge, conditionOf, ErrorNote, Link } from '../components.js'
+import { Badge, ErrorNote, Link } from '../components.js'
+import { decodeCompactMap } from '../compact-map.js'
 import { CONDITION_COLOUR, DeviceMap } from '../map-view.js'
-import { navigate } from '../router.js'
+import { currentPath, navigate } from '../router.js'
 import { session } from '../session.js'
-import type { MapDevice } from '../types.js'
+import type { CompactMap, Device, MapDevice, MapPoint } from '../types.js'
 
 type Exposure = 'any' | 'indoor' | 'outdoor'
 
 const LIST_LIMIT = 50
+const RECENT_LIMIT = 8
 
-/** Lower-cased text a search looks in: name, city, country, owner and tags. */
-const searchText = (d: MapDevice): string =>
-  [d.name, d.city ?? '', d.country_code ?? '', d.owner_username, ...d.user_tags, ...d.system_tags].join('\u0001').toLowerCase()
+/** The "Recently active" list: the newest readings first (a page of the default size costs no more of the rate limit). */
+const RECENT_QUERY = new URLSearchParams({ per_page: '25', 'q[last_reading_at_not_null]': 'true', 'q[s]': 'last_reading_at desc' }).toString()
 
+/** What a search finds a device by beyond its name, from the world map: city, country, owner and tags, lower-cased. */
+interface Detail { text: string, place: string }
+
+const detailOf = (d: MapDevice): Detail => ({
+  text: [d.name, d.city ?? '', d.country_code ?? '', d.owner_username, ...d.user_tags, ...d.system_tags].join('\u0001').toLowerCase(),
+  place: [d.city, d.country_code].filter(Boolean).join(', ')
+})
+
+const placeOf = (d: Device): string => [d.location?.city, d.location?.country_code].filter(Boolean).join(', ')
+
+interface Problem { message: string, retry: () => void }
+
+const askCompactMap = async (): Promise<CompactMap> => await api<CompactMap>('/devices/compact_map')
+
+/**
+ * Opened on the map, its data is asked for while the script starts: the page's first render,
+ * paint and Leaflet's set-up come before the page would ask, and the answer is there by then.
+ */
+let early: Promise<CompactMap> | null = currentPath() === '/' ? askCompactMap() : null
+// Whoever takes it handles a failure; this keeps one nobody took from being reported as unhandled.
+early?.catch(() => {})
+
+/**
+ * The map page: the map is drawn from the compact map alone (what it draws: id, position,
+ * condition, exposure, name). The rest of the panel asks on demand: the recently active devices
+ * once the map is ready, and the world map's places, owners and tags on the first search (until
+ * they arrive, a search looks in names).
+ */
 export function MapPage () {
-  const [devices, setDevices] = useState<MapDevice[] | null>(null)
-  const [error, setError] = useState<string | null>(null)
+  const [points, setPoints] = useState<MapPoint[] | null>(null)
+  const [details, setDetails] = useState<ReadonlyMap<number, Detail> | null>(null)
+  const [recent, setRecent] = useState<Device[] | null>(null)
+  const [problem, setProblem] = useState<Problem | null>(null)
   const [query, setQuery] = useState('')
   const [exposure, setExposure] = useState<Exposure>('any')
   const [onlineOnly, setOnlineOnly] = useState(false)
   const element = useRef<HTMLDivElement>(null)
   const map = useRef<DeviceMap | null>(null)
+  const detailsAsked = useRef(false)
 
+  const failed = (retry: () => void) => (err: unknown): void => { setProblem({ message: errorText(err), retry }) }
+  const loadRecent = (): void => {
+    setProblem(null)
+    api<Device[]>(`/devices?${RECENT_QUERY}`).then(setRecent, failed(loadRecent))
+  }
   const load = (): void => {
-    setError(null)
-    // Signed in, the fresh map also has the caller's own private devices.
-    api<MapDevice[]>(session() === null ? '/devices/world_map' : '/devices/fresh_world_map').then(setDevices, (err: unknown) => { setError(errorText(err)) })
+    setProblem(null)
+    // Signed in, it also has the caller's own private devices.
+    const asked = early ?? askCompactMap()
+    early = null
+    asked.then((compact) => { setPoints(decodeCompactMap(compact)); loadRecent() }, failed(load))
+  }
+  const loadDetails = (): void => {
+    if (detailsAsked.current) return
+    detailsAsked.current = true
+    setProblem(null)
+    api<MapDevice[]>(session() === null ? '/devices/world_map' : '/devices/fresh_world_map').then(
+      (devices) => { setDetails(new Map(devices.map((d) => [d.id, detailOf(d)]))) },
+      (err: unknown) => { detailsAsked.current = false; failed(loadDetails)(err) }
+    )
   }
 
   useEffect(() => {
     if (element.current === null) return
+    // Asked first: the request is on its way while the map sets itself up.
+    load()
     const view = new DeviceMap(element.current, (id) => { navigate(`/devices/${id}`) })
     map.current = view
-    load()
     return () => { view.destroy() }
   }, [])
 
-  const indexed = useMemo(() => devices?.map((d) => ({ device: d, text: searchText(d) })) ?? [], [devices])
   const terms = query.trim().toLowerCase().split(/\s+/).filter((t) => t !== '')
-  const matches = useMemo(() => indexed.filter(({ device, text }) =>
-    (exposure === 'any' || (device.exposure ?? 'outdoor') === exposure) &&
-    (!onlineOnly || device.system_tags.includes('online')) &&
-    terms.every((term) => text.includes(term))
-  ).map(({ device }) => device), [indexed, terms.join(' '), exposure, onlineOnly])
+  const searching = terms.length > 0
+  useEffect(() => { if (searching && points !== null) loadDetails() }, [searching, points])
+  const filtering = searching || exposure !== 'any' || onlineOnly
+  // Made when first searched, not before the map is drawn. Devices the details do not know
+  // (added since) are found by name.
+  const indexed = useMemo(() => !searching || points === null ? null : points.map((p) => ({ point: p, text: details?.get(p.id)?.text ?? p.name.toLowerCase() })), [points, details, searching])
+  const matches = useMemo(() => {
+    if (!filtering || points === null) return points ?? []
+    const kept = (p: MapPoint): boolean => (exposure === 'any' || p.exposure === exposure) && (!onlineOnly || p.condition === 'online')
+    if (indexed === null) return points.filter(kept)
+    return indexed.filter(({ point, text }) => kept(point) && terms.every((term) => text.includes(term))).map(({ point }) => point)
+  }, [points, indexed, terms.join(' '), exposure, onlineOnly])
 
-  useEffect(() => {
-    if (devices === null) return
+  // Before the page is painted: waiting for a paint of the panel would delay the map by a frame.
+  useLayoutEffect(() => {
+    if (points === null) return
     map.current?.show(matches)
     // The map is usable: the marks are drawn (the explorer's benchmark reads this mark).
     performance.mark('esp:map-ready')
     document.body.dataset.mapReady = 'true'
-  }, [matches, devices])
+  }, [matches, points])
 
-  const online = useMemo(() => matches.filter((d) => d.system_tags.includes('online')).length, [matches])
-  const filtering = terms.length > 0 || exposure !== 'any' || onlineOnly
-  // ISO times of one format sort as text.
-  const recent = useMemo(() => (devices ?? []).filter((d) => d.last_reading_at !== null)
-    .sort((a, b) => (b.last_reading_at ?? '').localeCompare(a.last_reading_at ?? '')).slice(0, 8), [devices])
+  const online = useMemo(() => matches.reduce((n, d) => d.condition === 'online' ? n + 1 : n, 0), [matches])
+  const pending = searching && details === null
+  // The list's newest that are on the map (located, not test devices).
+  const recentShown = useMemo(() => {
+    if (recent === null || points === null) return []
+    const byId = new Map(points.map((p) => [p.id, p]))
+    return recent.flatMap((d) => {
+      const point = byId.get(d.id)
+      return point === undefined ? [] : [{ point, place: placeOf(d) }]
+    }).slice(0, RECENT_LIMIT)
+  }, [recent, points])
+  const listed = filtering ? matches.slice(0, LIST_LIMIT).map((point) => ({ point, place: details?.get(point.id)?.place ?? '' })) : recentShown
 
   return (
     <div class='map-page'>
@@ -85,41 +148,42 @@ export function MapPage () {
             </label>
           </div>
         </form>
-        <ErrorNote message={error} onRetry={load} />
+        <ErrorNote message={problem?.message ?? null} onRetry={() => { problem?.retry() }} />
         <p class='count' aria-live='polite'>
-          {devices === null
+          {points === null
             ? 'Loading devices…'
-            : `${matches.length.toLocaleString()} of ${devices.length.toLocaleString()} devices, ${online.toLocaleString()} online`}
+            : `${matches.length.toLocaleString()} of ${points.length.toLocaleString()} devices, ${online.toLocaleString()} online`}
         </p>
         <ul class='legend' aria-label='Colours'>
           {(['online', 'offline', 'new'] as const).map((c) => <li key={c}><span class='dot' style={{ background: CONDITION_COLOUR[c] }} /> <Badge condition={c} /></li>)}
         </ul>
-        {devices !== null && devices.length === 0 && (
+        {points !== null && points.length === 0 && (
           <div class='card empty'>
             <h2 class='panel-title'>No public devices yet</h2>
             <p><Link to='/sign-up'>Sign up</Link> and add the first one: its page gives the token to configure a kit.</p>
             <p class='muted small'>Running the platform on your machine? <code>pnpm demo</code> fills it with a demo network of 20 devices and a year of readings.</p>
           </div>
         )}
-        {devices !== null && devices.length > 0 && !filtering && (
+        {points !== null && points.length > 0 && !filtering && (
           <p class='muted small'>Pick a device on the map, or search, to see its latest values and history. Numbers on the map are groups of devices: zoom in to split them.</p>
         )}
-        {devices !== null && (
+        {points !== null && (
           <>
-            {!filtering && recent.length > 0 && <h2 class='panel-title'>Recently active</h2>}
+            {!filtering && recentShown.length > 0 && <h2 class='panel-title'>Recently active</h2>}
             <ol class='results' aria-label={filtering ? 'Matching devices' : 'Recently active devices'}>
-              {(filtering ? matches.slice(0, LIST_LIMIT) : recent).map((d) => (
-                <li key={d.id}>
-                  <Link to={`/devices/${d.id}`} class='result'>
-                    <span class='dot' style={{ background: CONDITION_COLOUR[conditionOf(d)] }} aria-hidden='true' />
-                    <span class='result-name'>{d.name}</span>
-                    <span class='muted'>{[d.city, d.country_code].filter(Boolean).join(', ')}</span>
+              {listed.map(({ point, place }) => (
+                <li key={point.id}>
+                  <Link to={`/devices/${point.id}`} class='result'>
+                    <span class='dot' style={{ background: CONDITION_COLOUR[point.condition] }} aria-hidden='true' />
+                    <span class='result-name'>{point.name}</span>
+                    <span class='muted'>{place}</span>
                   </Link>
-                  <button type='button' class='link small' aria-label={`Show ${d.name} on the map`} onClick={() => { map.current?.focus(d) }}>on map</button>
+                  <button type='button' class='link small' aria-label={`Show ${point.name} on the map`} onClick={() => { map.current?.focus(point) }}>on map</button>
                 </li>
               ))}
               {filtering && matches.length > LIST_LIMIT && <li class='muted'>and {matches.length - LIST_LIMIT} more: narrow the search</li>}
-              {filtering && matches.length === 0 && <li class='muted'>No device matches.</li>}
+              {pending && <li class='muted'>Searching places, owners and tags…</li>}
+              {filtering && !pending && matches.length === 0 && <li class='muted'>No device matches.</li>}
             </ol>
           </>
         )}

@@ -15,6 +15,28 @@ const ListQuery = listQuery(deviceService.deviceFilters, {
 
 const WorldMapItem = Type.Object({}, { additionalProperties: true })
 
+const CompactMapDescription = [
+  'The devices of `fresh_world_map` (public ones; signed in, also the private ones the caller may see), in columns: the i-th',
+  'device is the i-th item of each column, in ascending id order. Built with the world map from the same rows and kept as',
+  'fresh by the same revisions (a device hidden, archived or given away: at the next answer; a new reading: within a',
+  'rebuild), at most 30 s behind the clock.',
+  '',
+  '`{"count":2,"id":[12,3],"lat":[4138879,4140000],"lng":[215899,219000],"condition":"on","exposure":"oi","name":["Balcony","Kitchen"]}`',
+  'is device 12 at 41.38879, 2.15899, online, outdoors, and device 15 at 41.4, 2.19, new, indoors.'
+].join('\n')
+
+const CompactMap = Type.Object({
+  count: Type.Integer({ minimum: 0, description: 'how many devices; every column has this many items (characters for the strings)' }),
+  id: Type.Array(Type.Integer(), { description: 'ids, delta-coded: the first id, then each id minus the one before it' }),
+  lat: Type.Array(Type.Integer(), { description: 'latitudes in 1e-5 degrees (divide by 100000)' }),
+  lng: Type.Array(Type.Integer(), { description: 'longitudes in 1e-5 degrees (divide by 100000)' }),
+  condition: Type.String({ pattern: '^[ofn]*$', description: 'a letter a device: o online (a reading in the last 60 minutes), f offline, n new (no reading yet)' }),
+  exposure: Type.String({ pattern: '^[io]*$', description: 'a letter a device: i indoor, o outdoor (also when not set, as system_tags say)' }),
+  name: Type.Array(Type.String(), { description: 'names' }),
+  measurement: Type.Optional(Type.Integer({ description: 'with ?measurement: its id' })),
+  value: Type.Optional(Type.Array(Type.Union([Type.Number(), Type.Null()]), { description: 'with ?measurement: each device\'s latest value of it (of its newest sensor of it), null when none' }))
+}, { description: 'the explorer\'s map of devices, columnar' })
+
 /** Encodings of an Accept-Encoding header, without those refused with q=0. */
 function acceptedEncodings (header: string | undefined): Set<string> {
   const result = new Set<string>()
@@ -87,7 +109,22 @@ export async function deviceRoutes (fastify: FastifyInstance, ctx: ApiContext): 
     }
   }, async (request, reply) => await sendMap(request, reply, await request.reads.worldMap.forViewer(request.viewer), request.viewer === null ? 'public, max-age=30' : 'private, no-cache'))
 
+  app.get('/devices/compact_map', {
+    schema: {
+      tags,
+      summary: 'What the explorer\'s map draws of the world map\'s devices, in columns (ETag; gzip or br)',
+      description: CompactMapDescription,
+      operationId: 'compactMap',
+      querystring: Type.Object({ measurement: Type.Optional(recordIdParam('measurement', 20)) }),
+      response: { 200: CompactMap, ...errorResponses(401, 404, 429) }
+    }
+  }, async (request, reply) => {
+    const body = await request.reads.worldMap.compactMap(request.viewer, request.query.measurement)
+    return await sendMap(request, reply, body, request.viewer === null ? 'public, max-age=30' : 'private, no-cache')
+  })
+
   app.get('/devices/:id', {
+    config: keptRead,
     schema: {
       tags,
       summary: 'One device, with the latest value of each sensor',
