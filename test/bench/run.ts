@@ -133,19 +133,19 @@ if (results.reads !== undefined) {
     `wrk (C, one thread), ${r.concurrency} keep-alive connections for ${r.seconds} s per route and caller, ${r.devices} devices with 12 latest values each, ${r.devicesPerOwner} to an owner; anonymous, and with a citizen's Bearer token. ` +
     `Baseline: a bare Fastify one-row lookup on the same pool, measured for each route in ${slices} slice${slices === 1 ? '' : 's'} of ${round(r.seconds / slices, 1)} s alternating with the route's anonymous and Bearer slices (all routes: ${r.baseline.requestsPerSecond}/s, p50 ${r.baseline.p50} ms, p99 up to ${r.baseline.p99} ms). ` +
     'Requests/s are each side\'s requests over its seconds; p50 and p99 the slices\' wrk percentiles, weighted by their requests. Targets of issue 37. Rate limits on, with a limit configured for the run.', '',
-    '| route | bare requests/s | bare p50 (p99) ms | anonymous requests/s | p50 (p99) ms | ratio to bare | target | met | Bearer requests/s | p50 (p99) ms | Bearer / anonymous | >= 0.85 |', '|---|---|---|---|---|---|---|---|---|---|---|---|')
+    '| route | bare requests/s | bare p50 (p99) ms | anonymous requests/s | p50 (p99) ms | ratio to bare | target | met | Bearer requests/s | p50 (p99) ms | Bearer / anonymous | target >= 0.85 (devices, page, users) |', '|---|---|---|---|---|---|---|---|---|---|---|---|')
   for (const route of r.routes) {
     const a = route.anonymous
     const b = route.bearer
     const bare = route.bare === undefined ? '' : `${route.bare.p50} (${route.bare.p99})`
-    lines.push(`| ${route.route} | ${route.bareRequestsPerSecond} | ${bare} | ${a.requestsPerSecond} | ${a.p50} (${a.p99}) | ${a.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${route.target === null ? '' : meets(a.ratioToBaseline >= route.target)} | ${b.requestsPerSecond} | ${b.p50} (${b.p99}) | ${route.bearerToAnonymous} | ${meets(route.bearerToAnonymous >= 0.85)} |`)
+    lines.push(`| ${route.route} | ${route.bareRequestsPerSecond} | ${bare} | ${a.requestsPerSecond} | ${a.p50} (${a.p99}) | ${a.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${route.target === null ? '' : meets(a.ratioToBaseline >= route.target)} | ${b.requestsPerSecond} | ${b.p50} (${b.p99}) | ${route.bearerToAnonymous} | ${route.floor === null ? '' : meets(route.bearerToAnonymous >= 0.85)} |`)
   }
-  lines.push('', 'The floor of the design: the same prepared statements, reference data and presenters as the platform\'s route, served by the bare Fastify server with nothing around them (no hooks, no schema serializer, no ETag), anonymous, in the same alternating slices (wrk). A route of this design reaches at most about this here.', '',
-    '| route | floor requests/s | floor p50 (p99) ms | floor / bare | target | platform / floor |', '|---|---|---|---|---|---|')
+  lines.push('', 'A read in full, as every request was made before representations were kept (issue 37) and as a miss still is: the same read statement, reference data and presenter, served by the bare Fastify server with nothing around them (no hooks, no schema serializer, no ETag), anonymous, in the same alternating slices (wrk). The platform\'s route against it is what keeping the bytes by their revisions gains.', '',
+    '| route | read in full: requests/s | p50 (p99) ms | read in full / bare | platform / read in full |', '|---|---|---|---|---|')
   for (const route of r.routes) {
     const f = route.floor
     if (f === null) continue
-    lines.push(`| ${route.route} | ${f.requestsPerSecond} | ${f.p50} (${f.p99}) | ${f.ratioToBaseline} | ${route.target === null ? '' : `>= ${route.target}`} | ${round(route.anonymous.requestsPerSecond / f.requestsPerSecond, 3)} |`)
+    lines.push(`| ${route.route} | ${f.requestsPerSecond} | ${f.p50} (${f.p99}) | ${f.ratioToBaseline} | ${round(route.anonymous.requestsPerSecond / f.requestsPerSecond, 3)} |`)
   }
   lines.push('')
 }
