@@ -15,12 +15,16 @@ export { openPlatformDatabase, type PlatformDatabase, type PlatformDatabaseOptio
 export * from './timeseries/index.js'
 export { COPY_BINARY_HEADER, COPY_BINARY_SIGNATURE, PG_EPOCH_MS, TWO_32, timestampMsAt } from './copy-binary.js'
 export {
-  readDevice, readDevices, readDevicesOfOwners, readUserWithDevices, readDevicePage, activeDeviceRow, deviceAccessById, deviceAccessByTokens, legacyAddRow,
-  deviceFilters, listDeviceStamps, tagsNamed, kitExists, insertDevice, takeOverMac, replaceDeviceTags, upsertPostprocessing, addKitComponents, updateDeviceRow,
-  setDeviceToken, archiveDeviceRow, lockDeviceRow, macAddressTaken, worldMapFingerprint, worldMapRows,
-  type ComponentRecord, type DeviceAccessRow, type DeviceListOptions, type DeviceReads, type DeviceReadRow, type DeviceRow, type DeviceValues, type LatestRecord,
-  type LegacyAddRow, type PostprocessingValues, type ReadScope, type UserRecord, type WorldMapDeviceRow, type WorldMapLatestRow
+  readDevice, readDevices, readDevicesOfOwners, readUserWithDevices, readDevicePage,
+  type ComponentRecord, type DeviceReads, type DeviceReadRow, type LatestRecord, type ReadScope, type UserRecord
 } from './queries/devices.js'
+export {
+  activeDeviceRow, deviceAccessById, deviceAccessByTokens, legacyAddRow, tagsNamed, kitExists, insertDevice, takeOverMac, replaceDeviceTags, upsertPostprocessing,
+  addKitComponents, updateDeviceRow, setDeviceToken, archiveDeviceRow, lockDeviceRow, macAddressTaken,
+  type DeviceAccessRow, type DeviceRow, type DeviceValues, type LegacyAddRow, type PostprocessingValues
+} from './queries/device-rows.js'
+export { deviceFilters, listDeviceStamps, type DeviceListOptions } from './queries/device-list.js'
+export { worldMapFingerprint, worldMapRows, type WorldMapDeviceRow, type WorldMapLatestRow } from './queries/world-map.js'
 export { deviceStamps, devicePageStamps, userStamps, type DeviceStampRow, type RevisionStamp, type Stamped, type UserStamp, type UserStampRequest } from './queries/revisions.js'
 export { searchHits, searchTotal, type SearchHit, type SearchTerms } from './queries/search.js'
 export { mergeIngestStatus, MAX_UNKNOWN_SENSORS, type IngestRejection, type IngestStatusDelta, type IngestStatusRecord } from './queries/ingest-status.js'
