@@ -7,6 +7,7 @@ import { makeDevice, setUserRole } from '@esp/db/testing'
 import { baseUrl } from '@esp/http'
 import { bearer, signUp } from '@esp/test-helpers/api'
 import { buildPlatform } from '@esp/test-helpers/platform'
+import { seededRandom } from '@esp/test-helpers/random'
 
 /*
  * Representations kept whole (issue 37): every device, page and user the platform sends, from a
@@ -18,17 +19,6 @@ import { buildPlatform } from '@esp/test-helpers/platform'
  * and users twice (the second read is served from the kept text) and both must match.
  */
 
-/** A small deterministic generator, so that a failure repeats (the seed is in the test's name). */
-function generator (seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let x = Math.imul(s ^ (s >>> 15), 1 | s)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32
-  }
-}
-
 const MINUTE = 60_000
 const SEED = Number(process.env.KEPT_SEED ?? 37)
 
@@ -38,7 +28,7 @@ t.test(`kept representations are byte for byte the old ones, over generated writ
   // Tokens keep the real clock: this one moves days ahead.
   const harness = await buildPlatform(t, { clock, auth: { clock: systemClock } })
   const { app, database } = harness
-  const random = generator(SEED)
+  const random = seededRandom(SEED)
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T
 
   // The old routes, as they were: one read statement, the presenter, the route's serializer.

@@ -5,20 +5,10 @@ import {
   type AggregateState, type ReferencePoint, type RollupFunction
 } from '../../src/readings/aggregate-state.js'
 import { bucketStart, parseRollup, type Rollup } from '../../src/readings/rollup.js'
+import { seededRandom } from '@esp/test-helpers/random'
 
 const T0 = Date.parse('2024-01-01T00:00:00Z')
 const HOUR = 3_600_000
-
-/** A small seeded PRNG, so that fast-check's seed (and shrinking) decides every shuffle and split. */
-function random (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
 
 function shuffled<T> (items: readonly T[], rand: () => number): T[] {
   const copy = [...items]
@@ -61,7 +51,7 @@ const pointsArb = fc.uniqueArray(
 
 t.test('property: every fold order and merge tree finalizes to the reference', async (t) => {
   fc.assert(fc.property(pointsArb, rollupArb, fc.integer(), (points, rollup, seed) => {
-    const rand = random(seed)
+    const rand = seededRandom(seed)
     const groups = byBucket(points, rollup)
     for (const fn of rollupFunctions) {
       const reference = referenceAggregate(points, rollup, fn)
@@ -89,7 +79,7 @@ t.test('property: every fold order and merge tree finalizes to the reference', a
 t.test('property: readings around a large value keep their deviation', async (t) => {
   const pressure = fc.array(fc.integer({ min: -100, max: 100 }).map((k) => 101325 + k / 100), { minLength: 2, maxLength: 300 })
   fc.assert(fc.property(pressure, fc.integer(), (values, seed) => {
-    const rand = random(seed)
+    const rand = seededRandom(seed)
     const points = values.map((value, i) => ({ at: T0 + i * 1000, value }))
     const [reference] = referenceAggregate(points, parseRollup('1d'), 'dev')
     const tree = mergeTree(shuffled(points, rand).map((p) => stateOf(p.at, p.value)), rand)
