@@ -1,4 +1,4 @@
-import type { Handle } from '../client.js'
+import type { Handle, Sql } from '../client.js'
 import type { UserRole } from '../schema/index.js'
 import { pgDateOrNull } from '../timeseries/engine.js'
 import { visibleSql, type Visibility } from './visibility.js'
@@ -18,8 +18,8 @@ export async function exportSensorExists (h: Handle, sensorId: number): Promise<
 
 interface Bbox { west: number, south: number, east: number, north: number }
 
-/** Which devices an export across devices reads; every part given narrows it. */
-export interface ExportSelection { ids: number[] | null, tags: string[] | null, bbox: Bbox | null }
+/** Which devices an export across devices (or an area's statistics) reads; every part given narrows it. */
+export interface ExportSelection { ids: number[] | null, tags: string[] | null, bbox: Bbox | null, exposure?: 'indoor' | 'outdoor' | null }
 
 /** A device's sensor with readings in the range, and its first and last time there. */
 export interface SelectedPair { deviceId: number, sensorId: number, first: Date, last: Date }
@@ -32,22 +32,14 @@ export async function visibleActiveDeviceIds (h: Handle, ids: number[], v: Visib
 }
 
 /**
- * The (device, sensor) pairs of the selection with a reading in [from, until), with the first and
- * last reading of each there (two probes of the readings key a pair), in device then sensor order.
- * Only active devices the viewer may see.
+ * The condition on `d` (devices) of a selection across devices: active, visible to the viewer, and
+ * every selector given. The one home of what device_ids, with_tags, bbox and exposure mean.
  */
-export async function exportPairs (h: Handle, v: Visibility, selection: ExportSelection, range: { sensorId: number | null, from: Date | null, until: Date | null }): Promise<SelectedPair[]> {
+export function selectedDevicesSql (h: Handle, selection: ExportSelection, v: Visibility): ReturnType<Sql> {
   const sql = h.sql
-  const visible = visibleSql(sql, 'd', v)
   const { bbox } = selection
-  const from = range.from?.toISOString() ?? '-infinity'
-  const until = range.until?.toISOString() ?? 'infinity'
-  const rows = await sql<{ device_id: number, sensor_id: number, first: unknown, last: unknown }[]>`
-    select c.device_id, c.sensor_id,
-      (select min(r.recorded_at) from readings r where r.device_id = c.device_id and r.sensor_id = c.sensor_id and r.recorded_at >= ${from}::timestamptz and r.recorded_at < ${until}::timestamptz) as first,
-      (select max(r.recorded_at) from readings r where r.device_id = c.device_id and r.sensor_id = c.sensor_id and r.recorded_at >= ${from}::timestamptz and r.recorded_at < ${until}::timestamptz) as last
-    from devices d join components c on c.device_id = d.id
-    where d.archived_at is null and ${visible}
+  const exposure = selection.exposure ?? null
+  return sql`d.archived_at is null and ${visibleSql(sql, 'd', v)}
       ${selection.ids === null ? sql`` : sql`and d.id = any(${selection.ids}::int4[])`}
       ${selection.tags === null ? sql`` : sql`and exists (select from device_tags dt join tags t on t.id = dt.tag_id where dt.device_id = d.id and t.name = any(${selection.tags}::text[]))`}
       ${bbox === null
@@ -55,6 +47,24 @@ export async function exportPairs (h: Handle, v: Visibility, selection: ExportSe
         : sql`and d.latitude between ${bbox.south} and ${bbox.north} and ${bbox.west <= bbox.east
           ? sql`d.longitude between ${bbox.west} and ${bbox.east}`
           : sql`(d.longitude >= ${bbox.west} or d.longitude <= ${bbox.east})`}`}
+      ${exposure === null ? sql`` : sql`and coalesce(d.exposure, 'outdoor') = ${exposure}`}`
+}
+
+/**
+ * The (device, sensor) pairs of the selection with a reading in [from, until), with the first and
+ * last reading of each there (two probes of the readings key a pair), in device then sensor order.
+ * Only active devices the viewer may see.
+ */
+export async function exportPairs (h: Handle, v: Visibility, selection: ExportSelection, range: { sensorId: number | null, from: Date | null, until: Date | null }): Promise<SelectedPair[]> {
+  const sql = h.sql
+  const from = range.from?.toISOString() ?? '-infinity'
+  const until = range.until?.toISOString() ?? 'infinity'
+  const rows = await sql<{ device_id: number, sensor_id: number, first: unknown, last: unknown }[]>`
+    select c.device_id, c.sensor_id,
+      (select min(r.recorded_at) from readings r where r.device_id = c.device_id and r.sensor_id = c.sensor_id and r.recorded_at >= ${from}::timestamptz and r.recorded_at < ${until}::timestamptz) as first,
+      (select max(r.recorded_at) from readings r where r.device_id = c.device_id and r.sensor_id = c.sensor_id and r.recorded_at >= ${from}::timestamptz and r.recorded_at < ${until}::timestamptz) as last
+    from devices d join components c on c.device_id = d.id
+    where ${selectedDevicesSql(h, selection, v)}
       ${range.sensorId === null ? sql`` : sql`and c.sensor_id = ${range.sensorId}`}
     order by c.device_id, c.sensor_id`
   return rows.flatMap((row) => {

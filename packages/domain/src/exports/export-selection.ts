@@ -13,6 +13,8 @@ export interface DevicesExportParams extends ExportParams {
   with_tags?: string | undefined
   /** west,south,east,north in degrees; west above east crosses the antimeridian */
   bbox?: string | undefined
+  /** indoor or outdoor (a device without one is outdoor) */
+  exposure?: string | undefined
 }
 
 /** the most ids one export names: beyond, a tag or a box says it better (and a URL gets long) */
@@ -37,7 +39,7 @@ function parseBbox (text: string): Bbox {
   return { west, south, east, north }
 }
 
-/** The devices an export across devices names: at least one of device_ids, with_tags and bbox. */
+/** The devices an export across devices (or an area request) names: at least one of device_ids, with_tags and bbox, and exposure narrows them. */
 export function parseDeviceSelection (params: DevicesExportParams): DeviceSelection {
   const listed = listParam('device_ids', params.device_ids, MAX_EXPORT_DEVICE_IDS, 'devices')
   const ids = listed.map((item) => {
@@ -47,10 +49,12 @@ export function parseDeviceSelection (params: DevicesExportParams): DeviceSelect
   })
   const tags = (params.with_tags ?? '').split('|').map((tag) => tag.trim()).filter((tag) => tag !== '')
   const bbox = (params.bbox ?? '').trim() === '' ? null : parseBbox(params.bbox ?? '')
+  const exposure = (params.exposure ?? '').trim()
+  if (exposure !== '' && exposure !== 'indoor' && exposure !== 'outdoor') throw errors.badRequest('exposure must be indoor or outdoor', { exposure: ['is not included in the list'] })
   if (ids.length === 0 && tags.length === 0 && bbox === null) {
     throw errors.badRequest('name the devices to export: device_ids, with_tags or bbox', { device_ids: ['device_ids, with_tags or bbox is required'] })
   }
-  return { ids: ids.length === 0 ? null : ids, tags: tags.length === 0 ? null : tags, bbox }
+  return { ids: ids.length === 0 ? null : ids, tags: tags.length === 0 ? null : tags, bbox, exposure: exposure === '' ? null : exposure }
 }
 
 /**

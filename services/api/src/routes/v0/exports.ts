@@ -198,6 +198,7 @@ export async function exportRoutes (fastify: FastifyInstance, ctx: ExportRouteCo
         device_ids: Type.Optional(Type.String({ maxLength: 12_000, pattern: '^[0-9, ]*$', description: `device ids separated by commas (e.g. 1,2,3), at most ${MAX_EXPORT_DEVICE_IDS}` })),
         with_tags: Type.Optional(Type.String({ maxLength: 1000, description: 'tag names separated by |: devices with any of them' })),
         bbox: Type.Optional(Type.String({ maxLength: 100, pattern: '^ *-?[0-9]+(\\.[0-9]+)? *(, *-?[0-9]+(\\.[0-9]+)? *){3}$', description: 'west,south,east,north in degrees, e.g. 2.05,41.32,2.23,41.47 (west above east crosses the antimeridian)' })),
+        exposure: Type.Optional(parsedParam(Type.String({ enum: ['indoor', 'outdoor'], description: 'only indoor or only outdoor devices (a device without one is outdoor)' }))),
         ...exportQuery
       }),
       response: exportResponses
