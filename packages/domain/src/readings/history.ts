@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream'
-import { bucketsPerDay, mergeInto, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
+import { type BucketStates, bucketsPerDay, mergeInto, rawPairs, rawStates, type Runner, tierStates, tierStatesIn } from '@esp/db'
 import { errors } from '../errors.js'
 import type { HistoryContext, HistoryParams, StreamOptions } from './history-context.js'
 import { formatTimestamp } from '../time.js'
@@ -11,7 +11,7 @@ import { parseSensorIdParam, parseTimeParam, parseToParam } from './time-params.
 import { parseTimeZone } from './zone.js'
 import { bucketKeyer, foldPairs } from './fold-pairs.js'
 import { limitedTo, parseLimitParam } from './limit.js'
-import { asksAllIntervals, boundedWindow, bucketBounds, chunksOf, planOf, type ReadWindow, tooManyBuckets, tooManyStreamed } from './window.js'
+import { asksAllIntervals, boundedWindow, bucketBounds, chunksOf, type Plan, planOf, type ReadWindow, tooManyBuckets, tooManyStreamed } from './window.js'
 
 export type { HistoryContext, HistoryParams, StreamOptions } from './history-context.js'
 
@@ -273,6 +273,21 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
     return rawBuckets(pairs, fn, coverage)
   }
 
+  const plan = await readPlan(ctx, rollup, window)
+  const parts = await Promise.all(plan.planned.map(async (segment) => await readPart(ctx, rollup, fn, base, segment, plan)))
+  const keyOf = plan.keyOf
+  const { starts, values, counts, buckets, sampleSize } = foldParts(parts, keyOf, fn, coverage)
+
+  if (allIntervals) return await everyInterval(ctx, rollup, from, to, shared, coverage, { starts, values, counts, buckets, sampleSize })
+  const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
+  return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
+}
+
+/** How a window's pieces are read: the plan, how raw rows are binned in SQL, and the buckets' keys. */
+export interface ReadPlan { planned: Plan['parts'], bin: { interval: string, origin: string }, binned: boolean, keyOf: (bucket: number) => number }
+
+/** The read plan of a window (the same for every series of it: planOf keeps it). */
+export async function readPlan (ctx: HistoryContext, rollup: Rollup, window: ReadWindow): Promise<ReadPlan> {
   // On a zone's wall clock, SQL groups by the longest step its offsets align with (an hour in most
   // of the world), and the buckets are found here; in UTC it bins by the rollup itself.
   const { zoneAlignment, parts: planned } = await planOf(ctx, rollup, window)
@@ -281,25 +296,37 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
     ? { interval: sqlBins.interval, origin: sqlBins.origin }
     : zoneAlignment === undefined || zoneAlignment % HOUR_MS === 0 ? HOUR : { interval: `${zoneAlignment} milliseconds`, origin: HOUR.origin }
   // Raw rows binned in SQL by the rollup itself are already keyed by their bucket.
-  const binned = sqlBins?.kind === 'bin'
-  const keyOf = bucketKeyer(rollup)
+  return { planned, bin, binned: sqlBins?.kind === 'bin', keyOf: bucketKeyer(rollup) }
+}
+
+/** One piece of a plan read for one series. */
+export async function readPart (ctx: HistoryContext, rollup: Rollup, fn: RollupFunction, base: { deviceId: number, sensorId: number }, segment: Plan['parts'][number], plan: Pick<ReadPlan, 'bin' | 'binned'>): Promise<ReadPart> {
+  const runner = ctx.runner
+  if ('pieces' in segment) {
+    // On a zone's clock, PostgreSQL merges the tiers' rows into the buckets, given their bounds:
+    // a run of tier pieces (days of several offsets, hours between them) in one statement.
+    return { rows: await tierStatesIn(runner, segment.pieces, { ...base, fn, bounds: segment.bounds, boundsText: segment.boundsText }), binned: true }
+  }
+  const q = { ...base, from: segment.from, until: segment.until }
   // A zone's whole days come from its offsets' daily tiers where the deployment keeps them.
-  const parts = await Promise.all(planned.map(async (segment) => {
-    if ('pieces' in segment) {
-      // On a zone's clock, PostgreSQL merges the tiers' rows into the buckets, given their bounds:
-      // a run of tier pieces (days of several offsets, hours between them) in one statement.
-      return { rows: await tierStatesIn(runner, segment.pieces, { ...base, fn, bounds: segment.bounds, boundsText: segment.boundsText }), binned: true }
-    }
-    const q = { ...base, from: segment.from, until: segment.until }
-    if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
-    // Folded here, from the rows packed as pairs: PostgreSQL's grouping of them (a hash table,
-    // and an array a bucket for first and last) cost it more than reading them; too dense a
-    // piece is grouped there all the same.
-    const max = ctx.rawPairsMax ?? RAW_PAIRS_MAX
-    const pairs = await rawPairs(runner, { ...q, limit: max + 1 })
-    if (pairs.length <= 2 * max) return { rows: foldPairs(pairs, rollup), binned: true }
-    return { rows: await rawStates(runner, { ...q, ...bin, fn }), binned }
-  }))
+  if (segment.source !== 'raw') return { rows: await tierStates(runner, segment.source, { ...q, fn }), binned: false }
+  // Folded here, from the rows packed as pairs: PostgreSQL's grouping of them (a hash table,
+  // and an array a bucket for first and last) cost it more than reading them; too dense a
+  // piece is grouped there all the same.
+  const max = ctx.rawPairsMax ?? RAW_PAIRS_MAX
+  const pairs = await rawPairs(runner, { ...q, limit: max + 1 })
+  if (pairs.length <= 2 * max) return { rows: foldPairs(pairs, rollup), binned: true }
+  return { rows: await rawStates(runner, { ...q, ...plan.bin, fn }), binned: plan.binned }
+}
+
+/** States read for a series: in bucket order, each already keyed by its bucket (binned) or a tier's. */
+export interface ReadPart { rows: BucketStates, binned: boolean }
+
+/**
+ * Parts' states (in time order, each one's rows ascending) merged per bucket and finalized: the
+ * buckets ascending, with their values, counts and the readings they hold.
+ */
+export function foldParts (parts: readonly ReadPart[], keyOf: (bucket: number) => number, fn: RollupFunction, coverage: boolean): FoldedBuckets {
   // Segments come in time order and each one's rows ascend, so buckets come out ascending and a
   // bucket cut by a segment boundary is two neighbours: one linear pass, no map and no sort, and
   // each bucket finalized as it is complete. Two states are reused throughout: no object a bucket.
@@ -337,15 +364,12 @@ export async function readBuckets (ctx: HistoryContext, rollup: Rollup, fn: Roll
     }
   }
   if (currentKey !== -Infinity) complete()
-
-  if (allIntervals) return await everyInterval(ctx, rollup, from, to, shared, coverage, { starts, values, counts, buckets, sampleSize })
-  const newestFirst = (column: Float64Array): Float64Array => column.subarray(0, buckets).reverse()
-  return { readings: new RollupSeries(newestFirst(starts), newestFirst(values), coverage ? newestFirst(counts) : undefined), sampleSize }
+  return { starts, values, counts, buckets, sampleSize }
 }
 
 const everyStart = new WeakMap<ReadWindow, Promise<number[]>>()
 
-interface FoldedBuckets { starts: Float64Array, values: Float64Array, counts: Float64Array, buckets: number, sampleSize: number }
+export interface FoldedBuckets { starts: Float64Array, values: Float64Array, counts: Float64Array, buckets: number, sampleSize: number }
 
 /** all_intervals: every bucket of the requested range (counted against maxBuckets before), newest first, empty ones null. */
 async function everyInterval (ctx: HistoryContext, rollup: Rollup, from: Date, to: Date, window: ReadWindow, coverage: boolean, folded: FoldedBuckets): Promise<Buckets> {
