@@ -1,5 +1,5 @@
 import { doublePrecision, integer, pgTable, primaryKey } from 'drizzle-orm/pg-core'
-import { tstz } from './columns.js'
+import { revision, tstz } from './columns.js'
 import { devices } from './devices.js'
 import { sensors } from './catalogue.js'
 
@@ -27,5 +27,11 @@ export const latestReadings = pgTable('latest_readings', {
   prevRecordedAt: tstz(),
   prevValue: doublePrecision(),
   prevRawValue: doublePrecision(),
-  addedAt: tstz().notNull().defaultNow()
+  addedAt: tstz().notNull().defaultNow(),
+  /**
+   * Moves (migration 0010) when a write stores a reading of this sensor older than the hour of its
+   * latest one: the hours before that hour are unchanged while it stays, so what was read of them
+   * may be kept (an area's statistics keep closed days per process).
+   */
+  historyRevision: revision()
 }, (t) => [primaryKey({ columns: [t.deviceId, t.sensorId] })])

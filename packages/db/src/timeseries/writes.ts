@@ -223,6 +223,13 @@ export function binaryReadings (rows: readonly ReadingRow[]): Buffer {
 }
 
 /**
+ * Whether the batch's oldest reading (carried as minus its epoch ms) is before the hour of the
+ * stored latest one: float8 and timestamp arithmetic only (extract() is numeric, slow per row), and
+ * date_bin is the same hour in every session time zone.
+ */
+const BACKFILLS = "to_timestamp(-excluded.history_revision::float8 / 1000) < date_bin('1 hour', l.recorded_at, timestamptz '2000-01-01 00:00:00+00')"
+
+/**
  * Latest and previous value per device and sensor move forward only when the new reading is newer
  * than the stored latest one: backfilled history never overwrites them. The batch's own second
  * newest reading becomes the previous one when it is newer than the stored latest. The latest
@@ -230,25 +237,36 @@ export function binaryReadings (rows: readonly ReadingRow[]): Buffer {
  */
 function latestStatement (inserted: readonly ReadingRow[]): Statement {
   // `inserted` is sorted: each (device, sensor) run ends with its newest reading, and the one
-  // before it in the run is the batch's second newest.
-  const entries: { newest: ReadingRow, second: ReadingRow | undefined }[] = []
+  // before it in the run is the batch's second newest; it starts with its oldest.
+  const entries: { newest: ReadingRow, second: ReadingRow | undefined, oldest: ReadingRow }[] = []
+  let oldest = inserted[0] as ReadingRow
   for (let i = 0; i < inserted.length; i++) {
     const row = inserted[i] as ReadingRow
+    if (!sameSensor(row, inserted[i - 1])) oldest = row
     if (sameSensor(row, inserted[i + 1])) continue
     const previous = inserted[i - 1]
-    entries.push({ newest: row, second: sameSensor(row, previous) ? previous : undefined })
+    entries.push({ newest: row, second: sameSensor(row, previous) ? previous : undefined, oldest })
   }
+  // history_revision takes a new revision when the batch holds a reading older than the hour of
+  // the stored latest one (a backfill into closed hours). Its oldest time travels in the inserted
+  // row's history_revision, as minus its epoch milliseconds: ON CONFLICT sees only the columns
+  // of the row, and a new row's revision need only differ from any kept one (there is none).
   return {
     text: `
-    insert into latest_readings as l (device_id, sensor_id, recorded_at, value, raw_value, prev_recorded_at, prev_value, prev_raw_value)
-    select * from unnest($1::int[], $2::int[], $3::timestamptz[], $4::float8[], $5::float8[], $6::timestamptz[], $7::float8[], $8::float8[])
+    insert into latest_readings as l (device_id, sensor_id, recorded_at, value, raw_value, prev_recorded_at, prev_value, prev_raw_value, history_revision)
+    select * from unnest($1::int[], $2::int[], $3::timestamptz[], $4::float8[], $5::float8[], $6::timestamptz[], $7::float8[], $8::float8[], $9::int8[])
     on conflict (device_id, sensor_id) do update set
-      prev_recorded_at = case when excluded.prev_recorded_at > l.recorded_at then excluded.prev_recorded_at else l.recorded_at end,
-      prev_value = case when excluded.prev_recorded_at > l.recorded_at then excluded.prev_value else l.value end,
-      prev_raw_value = case when excluded.prev_recorded_at > l.recorded_at then excluded.prev_raw_value else l.raw_value end,
-      recorded_at = excluded.recorded_at, value = excluded.value, raw_value = excluded.raw_value, added_at = now()
-    where excluded.recorded_at > l.recorded_at`,
+      prev_recorded_at = case when excluded.recorded_at <= l.recorded_at then l.prev_recorded_at when excluded.prev_recorded_at > l.recorded_at then excluded.prev_recorded_at else l.recorded_at end,
+      prev_value = case when excluded.recorded_at <= l.recorded_at then l.prev_value when excluded.prev_recorded_at > l.recorded_at then excluded.prev_value else l.value end,
+      prev_raw_value = case when excluded.recorded_at <= l.recorded_at then l.prev_raw_value when excluded.prev_recorded_at > l.recorded_at then excluded.prev_raw_value else l.raw_value end,
+      recorded_at = greatest(excluded.recorded_at, l.recorded_at),
+      value = case when excluded.recorded_at > l.recorded_at then excluded.value else l.value end,
+      raw_value = case when excluded.recorded_at > l.recorded_at then excluded.raw_value else l.raw_value end,
+      added_at = case when excluded.recorded_at > l.recorded_at then now() else l.added_at end,
+      history_revision = case when ${BACKFILLS} then nextval('representation_revision') else l.history_revision end
+    where excluded.recorded_at > l.recorded_at or ${BACKFILLS}`,
     params: [entries.map((e) => e.newest.deviceId), entries.map((e) => e.newest.sensorId), entries.map((e) => e.newest.recordedAt), entries.map((e) => e.newest.value), entries.map((e) => e.newest.rawValue),
-      entries.map((e) => e.second?.recordedAt ?? null), entries.map((e) => e.second?.value ?? null), entries.map((e) => e.second?.rawValue ?? null)]
+      entries.map((e) => e.second?.recordedAt ?? null), entries.map((e) => e.second?.value ?? null), entries.map((e) => e.second?.rawValue ?? null),
+      entries.map((e) => -e.oldest.recordedAt.getTime())]
   }
 }
