@@ -13,6 +13,7 @@ import { sessionRoutes } from './routes/v0/sessions.js'
 import { uploadRoutes } from './routes/v0/uploads.js'
 import { userRoutes } from './routes/v0/users.js'
 import { readingHistoryRoutes } from './routes/v0/readings.js'
+import { areaRoutes } from './routes/v0/area.js'
 import { deviceRoutes } from './routes/v0/devices.js'
 import { catalogueRoutes } from './routes/v0/catalogue.js'
 import { experimentRoutes } from './routes/v0/experiments.js'
@@ -81,7 +82,8 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
       passwordResetTtlSeconds: deps.passwordResetTtlSeconds,
       uploadMaxBytes: deps.uploadMaxBytes,
       uploadSecret: deps.uploadSecret,
-      maxBuckets: deps.maxBuckets ?? 50_000
+      maxBuckets: deps.maxBuckets ?? 50_000,
+      readCacheBytes: deps.readCacheBytes ?? 64 * 2 ** 20
     }
   }
   // Before the routes: it wraps the handlers of the routes a replica may serve.
@@ -105,6 +107,7 @@ export const apiService = fp(async (app: FastifyInstance, deps: ApiDeps) => {
     await v0.register(uploadRoutes, ctx)
     await v0.register(deviceRoutes, ctx)
     await v0.register(readingHistoryRoutes, ctx)
+    await v0.register(areaRoutes, ctx)
     await v0.register(catalogueRoutes, ctx)
     await v0.register(experimentRoutes, ctx)
     await v0.register(searchRoutes, ctx)

@@ -25,5 +25,7 @@ export interface ApiContext {
     uploadSecret: string
     /** most buckets one readings query answers */
     maxBuckets: number
+    /** READ_CACHE_MB in bytes: the representations kept, and a quarter of it again for an area's closed days */
+    readCacheBytes: number
   }
 }

@@ -148,6 +148,11 @@ t.test('the access matrix: every route that shows or changes a device or a user,
     // Readings
     { route: 'GET /devices/:id/readings', byId: true, expect: readable, request: (d) => ({ url: `/v0/devices/${d.id}/readings?${history}` }) },
     { route: 'GET /devices/:id/readings/export', byId: true, expect: readable, request: (d) => ({ url: `/v0/devices/${d.id}/readings/export?format=ndjson` }) },
+    // An area's statistics and grid: a private device named by id is a missing one, and a box
+    // finds it only for those who may see it (its readings are a secret searched for).
+    { route: 'GET /readings/statistics (device_ids)', byId: true, expect: readable, request: (d) => ({ url: `/v0/readings/statistics?device_ids=${d.id}&per_device=true&${history}` }) },
+    { route: 'GET /readings/statistics (bbox)', expect: all(200), request: () => ({ url: `/v0/readings/statistics?bbox=19.9,9.9,21,11&per_device=true&percentiles=50&${history}` }) },
+    { route: 'GET /readings/interpolation', expect: all(200), request: () => ({ url: `/v0/readings/interpolation?bbox=19.9,9.9,21,11&cell_size=5&max_distance=50&${history.replace('rollup=1h&', '')}` }) },
     // A short-lived link for a browser's download: for whoever may see the device, as that user.
     { route: 'POST /devices/:id/readings/export/link', byId: true, expect: { public: [401, 200, 200, 200, 200], private: [401, 404, 404, 200, 200] }, request: (d) => ({ method: 'POST', url: `/v0/devices/${d.id}/readings/export/link` }) },
     // A forged link's key is refused before the device is looked up, whoever sends it.

@@ -55,6 +55,22 @@ const MERGED_DAYS = `
     group by h.offset_minutes, h.device_id, h.sensor_id, h.day, m.day_mean
     order by 2, 3, 1, 4`
 
+/**
+ * Fills every registered shifted daily tier for these devices from their hourly rows, as the
+ * write path would have merged them: for loads that bypass the write path (the benchmarks' data
+ * written in SQL), never beside writes to the same devices.
+ */
+export async function fillDayOffsetsOf (sql: Sql, deviceIds: readonly number[]): Promise<void> {
+  await sql.unsafe(`
+    insert into readings_daily_offset (offset_minutes, device_id, sensor_id, bucket, count, mean, m2, sum, min, max, first_at, first_val, last_at, last_val)
+    with h as (
+      select o.offset_minutes, r.*, date_bin('1 day', r.bucket, timestamptz '2000-01-01T00:00:00Z' - o.offset_minutes * interval '1 minute') as day
+      from readings_hourly r cross join readings_day_offsets o
+      where r.device_id = any($1::int[])
+    )
+    ${MERGED_DAYS}`, [deviceIds as number[]])
+}
+
 /** The native tiers' merge of a new state (excluded) into a stored one (t): every right-hand side reads the old row. */
 export const MERGE_INTO_STORED = `
       count = t.count + excluded.count,
