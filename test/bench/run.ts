@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [ingest|mqtt|rollups|reads|replicas|worldmap|explorer|export|soak|fuzz|cost] [--quick]`: every figure next to a baseline measured in the same
+ * `pnpm bench [ingest|mqtt|rollups|reads|replicas|worldmap|explorer|export|soak|fuzz|cost|area] [--quick]`: every figure next to a baseline measured in the same
  * run on the same database, written to docs/benchmarks.json and the table in docs/benchmarks.md.
  * A run of some cases keeps the other cases' figures from the last run in both files.
  * Without DATABASE_URL the embedded PostgreSQL is used. `--quick` only keeps the cases working.
@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { benchArea, type AreaFigures } from './area.js'
 import { benchCost, type CostFigures } from './cost.js'
 import { benchExplorer, type ExplorerFigures } from './explorer.js'
 import { benchExport, type ExportFigures } from './export.js'
@@ -29,7 +30,7 @@ const wanted = (name: string): boolean => cases.length === 0 || cases.includes(n
 const root = path.resolve(import.meta.dirname, '..', '..')
 
 const platform = await startPlatform(process.env.DATABASE_URL)
-const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, cluster?: ClusterFigures, rollups?: RollupFigures, reads?: ReadFigures, replicas?: ReplicaFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures, cost?: CostFigures } = {
+const results: { machine: string, quick: boolean, at: string, ingest?: IngestFigures, mqtt?: MqttFigures, cluster?: ClusterFigures, rollups?: RollupFigures, reads?: ReadFigures, replicas?: ReplicaFigures, worldMap?: WorldMapFigures, explorer?: ExplorerFigures, export?: ExportFigures, soak?: SoakFigures, fuzz?: FuzzFigures, cost?: CostFigures, area?: AreaFigures } = {
   machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
   quick,
   at: new Date().toISOString()
@@ -49,6 +50,8 @@ try {
   if (wanted('soak')) results.soak = await benchSoak(platform, quick)
   if (wanted('fuzz')) results.fuzz = await benchFuzz(platform, quick)
   if (wanted('cost')) results.cost = await benchCost(platform, quick)
+  // Last: its 43.2 million readings (gigabytes) would weigh on every case after it.
+  if (wanted('area')) results.area = await benchArea(platform, quick)
 } finally {
   await platform.close()
 }
@@ -239,6 +242,26 @@ if (results.cost !== undefined) {
     `| the caller's p99 under attack | ${a.attacked.p99} ms (p50 ${a.attacked.p50} ms, ${a.attacked.requestsPerSecond}/s) | alone ${a.quiet.p99} ms (p50 ${a.quiet.p50} ms, ${a.quiet.requestsPerSecond}/s) | ${a.p99Ratio} | <= 4 | ${meets(a.p99Ratio <= 4)} |`,
     ...(a.loopDelay === undefined ? [] : [`| the event loop's longest delay under attack (p99) | ${a.loopDelay.maxMs} ms (${a.loopDelay.p99Ms} ms) | | | | |`]),
     `| the caller's answers other than 2xx under attack (503 among them) | ${a.attacked.non2xx} | alone ${a.quiet.non2xx} | | 0 | ${meets(a.attacked.non2xx === 0)} |`, '')
+}
+if (results.area !== undefined) {
+  const a = results.area
+  const s = a.statistics
+  const g = a.interpolation
+  // --quick sizes say nothing of the targets.
+  const check = (ok: boolean): string => quick ? 'not checked (--quick)' : meets(ok)
+  const callers = [...new Set([s.caller, g.caller])].join(' and ')
+  lines.push('## Area statistics and IDW grid (issue 38)', '',
+    `${a.devices.toLocaleString('en-US')} public outdoor devices spread over a city's box (\`bbox=${a.bbox.join(',')}\`), each with one PM 2.5 sensor (${a.sensorId}, measurement ${a.measurementId}) and ${a.days} days of one-minute readings (${a.rows.toLocaleString('en-US')} readings, ${a.from} to ${a.to}), ` +
+    'loaded in SQL as the write path would store them (raw rows, hourly and daily tiers, components, latest values), then vacuumed, analyzed and checkpointed. ' +
+    `wrk, ${a.connections} connection for ${a.seconds} s per route, ${callers}. The statistics route: \`rollup=1h\` over the ${a.days} days with \`percentiles=10,90\` (${s.windows} windows, ${s.bytes} bytes); its baseline the same statistics in SQL over the raw rows (per device hourly avg, then per hour count, avg, stddev_samp, min, max, percentile_cont), p50 of ${a.raw.runs.length} run${a.raw.runs.length === 1 ? '' : 's'} (${a.raw.runs.join(', ')} ms). ` +
+    `The IDW grid: the last day (${g.steps} step${g.steps === 1 ? '' : 's'}), \`cell_size=${g.cellSizeKm}\` km (100 cells across the box at its middle latitude): ${g.features.toLocaleString('en-US')} features, ${g.bytes} bytes.`, '',
+    '| measure | p50 ms | baseline | ratio | target | met |', '|---|---|---|---|---|---|',
+    `| GET /v0/readings/statistics, ${a.devices} devices, 1h over ${a.days} days, p50 (p99) | ${s.p50} (${s.p99}) | raw SQL p50 ${a.raw.p50} ms | ${s.ratioRawToRoute} (raw / route) | ≤ 150 ms and ≥ 20× raw SQL | ${check(s.p50 <= 150 && s.ratioRawToRoute >= 20)} |`,
+    `| the same, its first request: no closed day kept yet, every hour read from the hourly tier | ${s.coldMs} | raw SQL p50 ${a.raw.p50} ms | ${s.ratioRawToCold} (raw / route) | | |`,
+    `| GET /v0/readings/interpolation, ${a.devices} devices, a day, ${g.features.toLocaleString('en-US')} cells, p50 (p99) | ${g.p50} (${g.p99}) | GET /health/live p50 ${a.health.p50} ms | ${g.ratioToBaseline} | ≤ 200 ms | ${check(g.p50 <= 200)} |`,
+    `| the load in SQL, for information: ${a.rows.toLocaleString('en-US')} readings with their tiers, then vacuum analyze and checkpoint | ${a.load.seconds} s (+ ${a.load.settleSeconds} s settling) | | ${a.load.rowsPerSecond.toLocaleString('en-US')} readings/s | | |`,
+    `| database growth, for information | ${round(a.load.bytes / 2 ** 20, 1)} MB | | ${a.load.bytesPerRow} bytes a reading | | |`, '',
+    `The route's answer against the raw SQL over every window, largest relative difference: ${Object.entries(s.maxRelativeDifference).map(([k, v]) => `${k} ${v.toExponential(1)}`).join(', ')} (the bench stops when the middle window's median differs by more than 1e-9).`, '')
 }
 // What each case measures, and where the history of findings is (test/bench/findings.md, not copied here).
 lines.push(readFileSync(path.join(import.meta.dirname, 'cases.md'), 'utf8').trimEnd())
