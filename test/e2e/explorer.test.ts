@@ -1,10 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
+import { readFileSync } from 'node:fs'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t from 'tap'
 import { makeExplorerWorld } from '../../scripts/demo-world.js'
-import { CHROMIUM, EXPLORER_ADMIN, startExplorerPlatform } from '@esp/test-helpers/explorer'
+import { CHROMIUM, EXPLORER_ADMIN, screenshotter, startExplorerPlatform } from '@esp/test-helpers/explorer'
 
 // Debian's chromium (.ci/run installs it); a browser is never downloaded.
 const ADMIN = EXPLORER_ADMIN
@@ -66,14 +64,7 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
   const showcase = world.showcase
   const admin = { authorization: `Bearer ${world.ownerToken}`, 'content-type': 'application/json' }
 
-  const shots = process.env.ESP_EXPLORER_SCREENSHOTS ?? mkdtempSync(path.join(tmpdir(), 'esp-explorer-'))
-  mkdirSync(shots, { recursive: true })
-  if (process.env.ESP_EXPLORER_SCREENSHOTS === undefined) t.teardown(() => { rmSync(shots, { recursive: true, force: true }) })
-  const shoot = async (page: Page, name: string, fullPage = false): Promise<void> => {
-    const file = path.join(shots, `${name}.png`)
-    await page.screenshot({ path: file, fullPage })
-    t.ok(existsSync(file), `screenshot ${name}`)
-  }
+  const shoot = screenshotter(t, 'esp-explorer-')
 
   // Madrid's clock, so that local times and their UTC tooltips differ.
   const newContext = async (viewport = { width: 1280, height: 900 }): Promise<BrowserContext> =>

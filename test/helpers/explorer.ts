@@ -1,4 +1,7 @@
-import { existsSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { Page } from 'playwright-core'
 import type { Test } from 'tap'
 import { createTestDatabase } from '@esp/db/testing'
 import { HTTP_LINE, startProcess, tempDataDir } from './process.js'
@@ -28,4 +31,19 @@ export async function startExplorerPlatform (t: Test): Promise<{ base: string, p
     ADMIN_PASSWORD: EXPLORER_ADMIN.password
   })
   return { base: (await platform.waitFor(HTTP_LINE))[1] ?? '', platform }
+}
+
+/**
+ * Takes a page's screenshots into ESP_EXPLORER_SCREENSHOTS (kept, to look at) or a temporary
+ * folder removed after the test; each one is an assertion that it was written.
+ */
+export function screenshotter (t: Test, prefix: string): (page: Page, name: string, fullPage?: boolean) => Promise<void> {
+  const shots = process.env.ESP_EXPLORER_SCREENSHOTS ?? mkdtempSync(path.join(tmpdir(), prefix))
+  mkdirSync(shots, { recursive: true })
+  if (process.env.ESP_EXPLORER_SCREENSHOTS === undefined) t.teardown(() => { rmSync(shots, { recursive: true, force: true }) })
+  return async (page, name, fullPage = false) => {
+    const file = path.join(shots, `${name}.png`)
+    await page.screenshot({ path: file, fullPage })
+    t.ok(existsSync(file), `screenshot ${name}`)
+  }
 }

@@ -112,3 +112,41 @@ export interface Histories {
   to: string
   sensors: History[]
 }
+
+/** `GET /v0/measurements`: what the catalogue calls a measurement. */
+export interface Measurement {
+  id: number
+  name: string
+  description: string | null
+}
+
+/** `GET /v0/readings/statistics` with per_device=true (the parts the map reads). */
+export interface AreaStatistics {
+  rollup: string
+  from: string
+  to: string
+  devices: number
+  windows: Array<{ time: string, devices: number, mean: number, values?: Array<[number, number]> }>
+}
+
+/** A legend class of an interpolated grid: [from, to), the last one [from, to]. */
+export interface LegendClass { from: number, to: number, color: string }
+
+/** `GET /v0/readings/interpolation`: a GeoJSON FeatureCollection of cells, with its legend. */
+export interface AreaGrid {
+  type: 'FeatureCollection'
+  bbox: [number, number, number, number]
+  rollup: string
+  from: string
+  to: string
+  cell_size: number
+  max_distance: number
+  steps: string[]
+  devices: Array<{ id: number, latitude: number, longitude: number, values: Array<number | null> }>
+  classes: LegendClass[]
+  features: Array<{
+    type: 'Feature'
+    geometry: { type: 'Polygon', coordinates: number[][][] }
+    properties: { values: Array<number | null>, class: Array<number | null> }
+  }>
+}

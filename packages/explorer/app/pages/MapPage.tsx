@@ -1,3 +1,4 @@
+import type { ComponentType } from 'preact'
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, errorText } from '../api.js'
 import { Badge, ErrorNote, Link } from '../components.js'
@@ -5,9 +6,45 @@ import { decodeCompactMap } from '../compact-map.js'
 import { CONDITION_COLOUR, DeviceMap } from '../map-view.js'
 import { currentPath, navigate } from '../router.js'
 import { session } from '../session.js'
-import type { CompactMap, Device, MapDevice, MapPoint } from '../types.js'
+import type { AreaProps, Source } from '../area.js'
+import type { CompactMap, Device, MapDevice, MapPoint, Measurement } from '../types.js'
 
 type Exposure = 'any' | 'indoor' | 'outdoor'
+
+/**
+ * What "Colour by" offers: the measurements the kits on the map report, in this order, named as
+ * the catalogue names them; the unit is their sensors' (the catalogue's measurements have none).
+ */
+const OFFERED: ReadonlyArray<[number, string]> = [
+  [1, 'ºC'], [2, '%'], [14, 'ug/m3'], [13, 'ug/m3'], [27, 'ug/m3'], [6, 'ppb'], [4, 'dBA'], [3, 'lux'], [25, 'kPa'], [46, 'ppm'], [47, 'ppb']
+]
+const UNIT = new Map(OFFERED)
+
+/** The map's view in its address, to share or come back to: ?measurement=14&values=24h&surface=on */
+interface View { measurement: number | null, source: Source, surface: boolean }
+
+function viewFromUrl (): View {
+  const params = new URLSearchParams(location.search)
+  const id = Number(params.get('measurement'))
+  const measurement = UNIT.has(id) ? id : null
+  return { measurement, source: params.get('values') === '24h' ? 'day' : 'latest', surface: measurement !== null && params.get('surface') === 'on' }
+}
+
+function viewToUrl (view: View): void {
+  const params = new URLSearchParams(location.search)
+  for (const name of ['measurement', 'values', 'surface']) params.delete(name)
+  if (view.measurement !== null) {
+    params.set('measurement', String(view.measurement))
+    if (view.source === 'day') params.set('values', '24h')
+    if (view.surface) params.set('surface', 'on')
+  }
+  const query = params.toString()
+  history.replaceState(history.state, '', `${location.pathname}${query === '' ? '' : `?${query}`}`)
+}
+
+/** The colour and surface code (issue 38) loads when a measurement is first chosen, not with the map. */
+let areaModule: Promise<ComponentType<AreaProps>> | null = null
+const loadArea = async (): Promise<ComponentType<AreaProps>> => await (areaModule ??= import('../area.js').then((m) => m.AreaView))
 
 const LIST_LIMIT = 50
 const RECENT_LIMIT = 8
@@ -54,6 +91,11 @@ export function MapPage () {
   const element = useRef<HTMLDivElement>(null)
   const map = useRef<DeviceMap | null>(null)
   const detailsAsked = useRef(false)
+  const [view, setView] = useState<View>(viewFromUrl)
+  const [measurements, setMeasurements] = useState<Measurement[] | null>(null)
+  const measurementsAsked = useRef(false)
+  const [Area, setArea] = useState<ComponentType<AreaProps> | null>(null)
+  const [mapReady, setMapReady] = useState<DeviceMap | null>(null)
 
   const failed = (retry: () => void) => (err: unknown): void => { setProblem({ message: errorText(err), retry }) }
   const loadRecent = (): void => {
@@ -81,10 +123,28 @@ export function MapPage () {
     if (element.current === null) return
     // Asked first: the request is on its way while the map sets itself up.
     load()
-    const view = new DeviceMap(element.current, (id) => { navigate(`/devices/${id}`) })
-    map.current = view
-    return () => { view.destroy() }
+    const made = new DeviceMap(element.current, (id) => { navigate(`/devices/${id}`) })
+    map.current = made
+    setMapReady(made)
+    return () => { made.destroy() }
   }, [])
+
+  // The catalogue's names, once: when the control is first used, or at once for a view from the address.
+  const loadMeasurements = (): void => {
+    if (measurementsAsked.current) return
+    measurementsAsked.current = true
+    api<Measurement[]>('/measurements?per_page=200').then(
+      (all) => { setMeasurements(OFFERED.flatMap(([id]) => all.filter((m) => m.id === id))) },
+      (err: unknown) => { measurementsAsked.current = false; failed(loadMeasurements)(err) }
+    )
+  }
+  useEffect(() => {
+    viewToUrl(view)
+    if (view.measurement === null) return
+    loadMeasurements()
+    if (Area === null) void loadArea().then((component) => { setArea(() => component) })
+  }, [view])
+  const chosen = view.measurement === null ? null : measurements?.find((m) => m.id === view.measurement) ?? null
 
   const terms = query.trim().toLowerCase().split(/\s+/).filter((t) => t !== '')
   const searching = terms.length > 0
@@ -148,15 +208,58 @@ export function MapPage () {
             </label>
           </div>
         </form>
+        <fieldset class='colour-by'>
+          <legend class='field-label'>Map colours</legend>
+          <div class='filters'>
+            <label class='field'>
+              <span class='field-label'>Colour by</span>
+              <select
+                value={view.measurement === null ? 'state' : String(view.measurement)}
+                onFocus={loadMeasurements} onPointerDown={loadMeasurements}
+                onChange={(e) => {
+                  const value = e.currentTarget.value
+                  setView((v) => value === 'state' ? { ...v, measurement: null, surface: false } : { ...v, measurement: Number(value) })
+                }}
+              >
+                <option value='state'>state (online/offline)</option>
+                {(measurements ?? []).map((m) => <option key={m.id} value={String(m.id)}>{m.name}</option>)}
+                {measurements === null && view.measurement !== null && <option value={String(view.measurement)}>Loading…</option>}
+              </select>
+            </label>
+            {view.measurement !== null && (
+              <label class='field'>
+                <span class='field-label'>Values</span>
+                <select value={view.source} onChange={(e) => { const source = e.currentTarget.value as Source; setView((v) => ({ ...v, source })) }}>
+                  <option value='latest'>latest value</option>
+                  <option value='day'>last 24 h average</option>
+                </select>
+              </label>
+            )}
+          </div>
+          {view.measurement !== null && (
+            <label class='check'>
+              <input type='checkbox' checked={view.surface} onChange={(e) => { const surface = e.currentTarget.checked; setView((v) => ({ ...v, surface })) }} />
+              Interpolated surface
+            </label>
+          )}
+        </fieldset>
         <ErrorNote message={problem?.message ?? null} onRetry={() => { problem?.retry() }} />
         <p class='count' aria-live='polite'>
           {points === null
             ? 'Loading devices…'
             : `${matches.length.toLocaleString()} of ${points.length.toLocaleString()} devices, ${online.toLocaleString()} online`}
         </p>
-        <ul class='legend' aria-label='Colours'>
-          {(['online', 'offline', 'new'] as const).map((c) => <li key={c}><span class='dot' style={{ background: CONDITION_COLOUR[c] }} /> <Badge condition={c} /></li>)}
-        </ul>
+        {view.measurement === null && (
+          <ul class='legend' aria-label='Colours'>
+            {(['online', 'offline', 'new'] as const).map((c) => <li key={c}><span class='dot' style={{ background: CONDITION_COLOUR[c] }} /> <Badge condition={c} /></li>)}
+          </ul>
+        )}
+        {view.measurement !== null && Area !== null && mapReady !== null && (
+          <Area
+            key={view.measurement} map={mapReady} measurement={view.measurement} name={chosen?.name ?? 'Loading…'}
+            unit={UNIT.get(view.measurement) ?? ''} source={view.source} surface={view.surface} exposure={exposure}
+          />
+        )}
         {points !== null && points.length === 0 && (
           <div class='card empty'>
             <h2 class='panel-title'>No public devices yet</h2>
