@@ -105,8 +105,23 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
     await t.resolves(page.getByText(`${online} of ${map.length} devices`).waitFor(), 'the online filter keeps the online devices')
     await page.getByLabel('Online only').uncheck()
     await page.getByLabel('Search devices').fill(showcase.name.split(' ')[0] ?? '')
+    // The device page opens on the last week, automatically rolled up: the kit reports hourly, so
+    // its buckets are hours (15 minutes left three empty buckets between any two values, and the
+    // charts drew no line), and every chart with data draws a line.
+    const asked: string[] = []
+    page.on('response', (r) => { if (r.url().includes('sensor_ids=all&')) asked.push(r.url()) })
     await page.getByRole('list', { name: 'Matching devices' }).getByRole('link', { name: new RegExp(showcase.name) }).click()
     await page.waitForURL(`**/explorer/devices/${showcase.id}**`)
+    const kit = await (await fetch(`${base}/v0/devices/${showcase.id}`)).json() as { data: { sensors: Array<{ id: number }> } }
+    for (const sensor of kit.data.sensors) {
+      await page.locator(`.chart-card[data-sensor-id="${sensor.id}"] .chart .u-over`).waitFor()
+      const [, values] = await plotted(page, sensor.id)
+      const lines = values.filter((v, i) => v !== null && values[i + 1] != null).length
+      t.ok(lines > 24, `the chart of sensor ${sensor.id} draws lines (${lines} segments)`)
+    }
+    t.match(asked.at(-1), /rollup=1h&/, 'the charts drawn are hourly: not finer than the kit reports')
+    t.equal(await page.getByLabel('Rollup').inputValue(), 'auto')
+    t.match(await page.getByLabel('Rollup').locator('option[value="auto"]').innerText(), /1 hour/, 'and says which rollup it chose')
   })
 
   await t.test('the device page: latest values, charts that draw what the API answers, rollup and range', async (t) => {
@@ -169,8 +184,10 @@ t.test('the explorer in a real browser: map, search, device page, charts, live r
   })
 
   await t.test('a reading posted while the page is open appears without a reload', async (t) => {
-    await page.getByLabel('Rollup').selectOption('auto')
+    // The weekly rollup chosen for the year makes one bucket of a day: the range resets it.
+    t.equal(await page.getByLabel('Rollup').inputValue(), '1w')
     await page.getByLabel('Last day').check()
+    t.equal(await page.getByLabel('Rollup').inputValue(), 'auto', "a year's weeks give way to the automatic rollup for a day")
     await page.locator('.badge-live').waitFor()
     // Posted a second after the range was picked, so that it lies past that range's end: the live
     // chart and the download below must both still take it.

@@ -2,13 +2,11 @@ import { useEffect, useRef } from 'preact/hooks'
 import UPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
 import { localTime } from './format.js'
+import { isolatedPoints, type Series } from './history.js'
 
-export interface Series {
-  /** bucket starts, seconds since the epoch, ascending */
-  times: number[]
-  /** null where a bucket has no readings: drawn as a gap */
-  values: (number | null)[]
-}
+export type { Series }
+
+const isolated = (u: UPlot, seriesIdx: number): number[] => isolatedPoints(u.data[seriesIdx] as ReadonlyArray<number | null>)
 
 /** One sensor's history as a uPlot line; gaps stay gaps (the buckets' all_intervals nulls). */
 export function Chart ({ series, unit, label, onDrawn }: { series: Series, unit: string | null, label: string, onDrawn?: () => void }) {
@@ -31,7 +29,8 @@ export function Chart ({ series, unit, label, onDrawn }: { series: Series, unit:
       ],
       series: [
         { label: 'Time', value: (_u, v) => v === null ? '–' : localTime(new Date(v * 1000).toISOString()) },
-        { label, stroke: '#117a65', fill: 'rgba(17, 122, 101, 0.08)', width: 1.5, spanGaps: false, points: { show: false }, value: (_u, v) => v === null ? '–' : `${+v.toFixed(2)}${unit === null ? '' : ` ${unit}`}` }
+        // A value between two empty buckets has no line to be part of: it is drawn as a point.
+        { label, stroke: '#117a65', fill: 'rgba(17, 122, 101, 0.08)', width: 1.5, spanGaps: false, points: { show: true, size: 5, fill: '#117a65', filter: isolated }, value: (_u, v) => v === null ? '–' : `${+v.toFixed(2)}${unit === null ? '' : ` ${unit}`}` }
       ],
       hooks: { draw: [() => { onDrawn?.() }] }
     }

@@ -4,7 +4,7 @@ import { api, ApiError, errorText } from '../api.js'
 import { Chart, type Series } from '../chart.js'
 import { Badge, conditionOf, ErrorNote, Link, Time } from '../components.js'
 import { formatValue, timeZone } from '../format.js'
-import { autoRollup, FUNCTIONS, isoSeconds, RANGES, type RangeName, ROLLUPS, toSeries } from '../history.js'
+import { autoRollup, FUNCTIONS, isoSeconds, RANGES, type RangeName, reportingStep, ROLLUPS, rollupForRange, toSeries } from '../history.js'
 import { subscribeLive, type LiveReadings } from '../live.js'
 import { session } from '../session.js'
 import type { Device, DeviceSensor, Histories } from '../types.js'
@@ -92,7 +92,11 @@ export function DevicePage ({ id }: { id: number }) {
     }, setLive)
   }, [id])
 
-  const rollup = controls.rollup === 'auto' ? autoRollup((controls.to - controls.from) / 1000) : controls.rollup
+  // How often this device reports, once an answer has shown it: the automatic rollup is never finer.
+  const [reporting, setReporting] = useState(0)
+  useEffect(() => { setReporting(0) }, [id])
+  const rangeSeconds = (controls.to - controls.from) / 1000
+  const rollup = controls.rollup === 'auto' ? autoRollup(rangeSeconds, reporting) : controls.rollup
   const sensors = device?.data?.sensors ?? []
   const withData = sensors.filter((s) => s.last_reading_at !== null || latest.get(s.id)?.at != null)
   const withoutData = sensors.filter((s) => !withData.includes(s))
@@ -116,6 +120,9 @@ export function DevicePage ({ id }: { id: number }) {
     })
     api<Histories>(`/devices/${id}/readings?${query.toString()}`, { signal: abort.signal }).then((answer) => {
       const series = new Map(answer.sensors.map((s) => [s.sensor_id, toSeries(s)]))
+      // Buckets finer than the device reports: asked again at the rollup its readings fill.
+      const step = controls.rollup === 'auto' ? reportingStep(series.values()) : null
+      if (step !== null && step > reporting && autoRollup(rangeSeconds, step) !== rollup) { setReporting(step); return }
       expectedCharts.current = [...series.values()].filter((s) => s.times.length > 0).length
       drawnCharts.current = 0
       setHistories(series)
@@ -210,7 +217,7 @@ export function DevicePage ({ id }: { id: number }) {
               <label key={r.name} class='pill'>
                 <input
                   type='radio' name='range' value={r.name} checked={controls.range === r.name}
-                  onChange={() => { const to = Date.now(); setControls({ ...controls, range: r.name, from: to - r.seconds * 1000, to }) }}
+                  onChange={() => { const to = Date.now(); setControls({ ...controls, range: r.name, from: to - r.seconds * 1000, to, rollup: rollupForRange(controls.rollup, r.seconds) }) }}
                 />
                 {r.label}
               </label>
@@ -225,13 +232,13 @@ export function DevicePage ({ id }: { id: number }) {
               <label class='field inline'><span class='field-label'>From</span>
                 <input
                   type='datetime-local' value={toLocalInput(controls.from)} max={toLocalInput(controls.to)}
-                  onChange={(e) => { const v = Date.parse(e.currentTarget.value); if (Number.isFinite(v) && v < controls.to) setControls({ ...controls, from: v }) }}
+                  onChange={(e) => { const v = Date.parse(e.currentTarget.value); if (Number.isFinite(v) && v < controls.to) setControls({ ...controls, from: v, rollup: rollupForRange(controls.rollup, (controls.to - v) / 1000) }) }}
                 />
               </label>
               <label class='field inline'><span class='field-label'>To</span>
                 <input
                   type='datetime-local' value={toLocalInput(controls.to)} min={toLocalInput(controls.from)}
-                  onChange={(e) => { const v = Date.parse(e.currentTarget.value); if (Number.isFinite(v) && v > controls.from) setControls({ ...controls, to: v }) }}
+                  onChange={(e) => { const v = Date.parse(e.currentTarget.value); if (Number.isFinite(v) && v > controls.from) setControls({ ...controls, to: v, rollup: rollupForRange(controls.rollup, (v - controls.from) / 1000) }) }}
                 />
               </label>
             </div>
