@@ -1,9 +1,9 @@
-import { Buffer } from 'node:buffer'
+import { bucketsAlong, DEG, type GridSpec, KM_PER_DEGREE, layoutOf, SQRT3, totalOf } from './grid-layout.js'
 
-// Interpolated grids for GET /v0/readings/interpolation (issue 38): the cells of a bbox, each
-// cell's inverse-distance-weighted value per time step, the legend classes and the GeoJSON text of
-// the features. Pure and synchronous; columnar typed arrays so that 40,000 cells × 24 steps cost no
-// object per cell.
+// Interpolated grids for GET /v0/readings/interpolation (issue 38): each cell's
+// inverse-distance-weighted value per time step (the cells: grid-layout.ts; the legend: legend.ts;
+// the GeoJSON text: grid-json.ts). Pure and synchronous; columnar typed arrays so that 40,000
+// cells × 24 steps cost no object per cell.
 //
 // Distances are equirectangular on a sphere (dx = Δlng·cos(mean lat), dy = Δlat, × R): within a
 // fraction of a percent of the great circle at city to region scale (tens of km), which is what
@@ -12,25 +12,10 @@ import { Buffer } from 'node:buffer'
 
 /** Mean Earth radius (IUGG), the sphere of every distance here. */
 const EARTH_RADIUS_KM = 6371.0088
-/** Kilometres in a degree of latitude, for the cell sizes (the contract's figure). */
-const KM_PER_DEGREE = 111.195
-const DEG = Math.PI / 180
 /** A device closer than this to a cell's centre gives the cell its value exactly (no 1/0). */
 const EXACT_KM = 1e-9
 /** A safety net against a runaway allocation; the route itself refuses more than 40,000 cells. */
 const MAX_GRID_CELLS = 1_000_000
-/** Buckets per axis of the device index: enough to visit only neighbours, few enough to stay small. */
-const MAX_BUCKETS_PER_AXIS = 256
-const SQRT3 = Math.sqrt(3)
-
-export interface GridSpec {
-  bbox: { west: number, south: number, east: number, north: number }
-  /** Square: the side. Hexagon: the distance between opposite edges (flat to flat). */
-  cellKm: number
-  shape: 'square' | 'hexagon'
-  power: number
-  maxDistanceKm: number
-}
 
 export interface IdwPoint { id: number, lat: number, lng: number }
 
@@ -52,94 +37,6 @@ export interface IdwGrid {
   readonly cellIndex: Uint32Array
   /** cells × steps, NaN where no device with a value in that step is within reach. */
   readonly values: Float64Array
-}
-
-/** Where the grid's centres are, in degrees from the bbox's south-west corner (east unwrapped). */
-interface Layout {
-  west: number
-  south: number
-  /** Degrees of longitude from west to east, east taken as east + 360 across the antimeridian. */
-  width: number
-  height: number
-  /** Degrees of longitude per km at the bbox's mid latitude (cells are sized there). */
-  lngPerKm: number
-  colStep: number
-  rowStep: number
-  firstRow: number
-  firstEven: number
-  firstOdd: number
-  rows: number
-  colsEven: number
-  colsOdd: number
-}
-
-/** How many of first, first + step, first + 2·step, … are at most length. */
-function countAlong (length: number, first: number, step: number): number {
-  if (!(length >= first)) return 0
-  return Math.floor((length - first) / step) + 1
-}
-
-function layoutOf (spec: GridSpec): Layout {
-  const { west, south, east, north } = spec.bbox
-  if (![west, south, east, north].every(Number.isFinite)) throw new RangeError('the bbox needs four finite numbers')
-  if (!(south >= -90 && north <= 90)) throw new RangeError('latitudes must be within [-90, 90]')
-  if (!(Number.isFinite(spec.cellKm) && spec.cellKm > 0)) throw new RangeError('cellKm must be a positive number')
-  const width = west > east ? east + 360 - west : east - west
-  const height = north - south
-  const midLat = (south + north) / 2
-  const lngPerKm = 1 / (KM_PER_DEGREE * Math.cos(midLat * DEG))
-  const dLat = spec.cellKm / KM_PER_DEGREE
-  const dLng = spec.cellKm * lngPerKm
-  let rowStep: number, firstRow: number, firstEven: number, firstOdd: number
-  if (spec.shape === 'hexagon') {
-    // Pointy-top hexagons, cellKm between opposite (vertical) edges: centres cellKm apart along a
-    // row, rows 1.5 circumradii apart, odd rows shifted half a cell west so the west edge is covered.
-    rowStep = 1.5 * (spec.cellKm / SQRT3) / KM_PER_DEGREE
-    firstRow = rowStep / 2
-    firstEven = dLng / 2
-    firstOdd = 0
-  } else {
-    rowStep = dLat
-    firstRow = dLat / 2
-    firstEven = firstOdd = dLng / 2
-  }
-  const rows = countAlong(height, firstRow, rowStep)
-  return {
-    west,
-    south,
-    width,
-    height,
-    lngPerKm,
-    colStep: dLng,
-    rowStep,
-    firstRow,
-    firstEven,
-    firstOdd,
-    rows,
-    colsEven: countAlong(width, firstEven, dLng),
-    colsOdd: countAlong(width, firstOdd, dLng)
-  }
-}
-
-/**
- * Buckets along an extent, each at least the reach long; the 1e-6 margin keeps a device at exactly
- * the reach from landing two buckets away by rounding. A zero reach or extent gives one or the most.
- */
-function bucketsAlong (extent: number, reach: number): number {
-  if (!(extent > 0)) return 1
-  const n = Math.floor(extent / (reach * (1 + 1e-6)))
-  return n >= 1 ? Math.min(MAX_BUCKETS_PER_AXIS, n) : 1
-}
-
-const totalOf = (layout: Layout): number =>
-  Math.ceil(layout.rows / 2) * layout.colsEven + Math.floor(layout.rows / 2) * layout.colsOdd
-
-/**
- * The exact number of cells idwGrid lays out for the spec (those whose centre is inside the bbox),
- * in constant time: the route bounds its cost with it before any work.
- */
-export function gridCellCount (spec: GridSpec): number {
-  return totalOf(layoutOf(spec))
 }
 
 interface SumsInput {
@@ -462,187 +359,4 @@ export function idwGrid (points: readonly IdwPoint[], values: Float64Array, step
     cellIndex: cellIndex.subarray(0, cell),
     values: out.subarray(0, cell * steps)
   }
-}
-
-export interface LegendClass { from: number, to: number, color: string }
-
-/** Viridis (matplotlib) at 0, 1/8, …, 1: sequential and colour-blind safe. */
-const VIRIDIS = ['#440154', '#472d7b', '#3b528b', '#2c728e', '#21918c', '#28ae80', '#5ec962', '#addc30', '#fde725']
-  .map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)) as [number, number, number])
-const MAX_CLASSES = 7
-/** Nice steps are these × 10^k, written ×10 so that bounds are integers times a power of ten. */
-const NICE_TENS = [10, 20, 25, 50]
-
-function viridis (t: number): string {
-  const x = Math.min(1, Math.max(0, t)) * (VIRIDIS.length - 1)
-  const i = Math.min(VIRIDIS.length - 2, Math.floor(x))
-  const a = VIRIDIS[i] as [number, number, number]
-  const b = VIRIDIS[i + 1] as [number, number, number]
-  const f = x - i
-  return '#' + a.map((from, k) => Math.round(from + ((b[k] as number) - from) * f).toString(16).padStart(2, '0')).join('')
-}
-
-/** n × 10^exp as the double nearest the decimal (dividing by an exact power of ten rounds once). */
-const decimal = (n: number, exp: number): number => exp >= 0 ? n * 10 ** exp : n / 10 ** -exp
-
-function withColours (bounds: number[]): LegendClass[] {
-  const n = bounds.length - 1
-  const classes: LegendClass[] = []
-  for (let i = 0; i < n; i++) {
-    classes.push({ from: bounds[i] as number, to: bounds[i + 1] as number, color: viridis(n === 1 ? 0.5 : i / (n - 1)) })
-  }
-  return classes
-}
-
-/**
- * At most 7 classes over [min, max] of the finite values, bounds on the smallest "nice" step
- * (1, 2, 2.5 or 5 × 10^k) that needs no more; colours along viridis. Classes are [from, to),
- * the last one [from, to].
- */
-export function legendClasses (values: Float64Array): LegendClass[] {
-  let min = Infinity
-  let max = -Infinity
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i] as number
-    if (v - v !== 0) continue
-    if (v < min) min = v
-    if (v > max) max = v
-  }
-  if (min > max) return []
-  if (min === max) return withColours([min, max])
-  const range = max - min
-  let exp = Math.floor(Math.log10(range / MAX_CLASSES)) - 2
-  if (!Number.isFinite(range) || exp < -300 || exp > 300) {
-    // Beyond what decimal steps can express: equal classes, still covering min and max exactly.
-    const bounds = Array.from({ length: MAX_CLASSES + 1 }, (_, i) => min + (max / MAX_CLASSES - min / MAX_CLASSES) * i)
-    bounds[MAX_CLASSES] = max
-    return withColours(bounds)
-  }
-  // Starting below the estimate (log10 rounds) and walking up the nice steps finds the smallest.
-  for (let i = 0; ; i++) {
-    if (i === NICE_TENS.length) { i = 0; exp++ }
-    const tens = NICE_TENS[i] as number
-    const bound = (k: number): number => decimal(k * tens, exp - 1)
-    const step = decimal(tens, exp - 1)
-    let lo = Math.floor(min / step)
-    while (bound(lo) > min) lo--
-    while (bound(lo + 1) <= min) lo++
-    let hi = Math.ceil(max / step)
-    while (bound(hi) < max) hi++
-    while (bound(hi - 1) >= max) hi--
-    if (hi - lo > MAX_CLASSES) continue
-    const bounds: number[] = []
-    for (let k = lo; k <= hi; k++) bounds.push(bound(k))
-    return withColours(bounds)
-  }
-}
-
-/** The index of the class holding value, -1 for NaN or a value outside them all. */
-export function classOf (classes: LegendClass[], value: number): number {
-  if (Number.isNaN(value)) return -1
-  const last = classes.length - 1
-  for (let i = 0; i <= last; i++) {
-    const c = classes[i] as LegendClass
-    if (value < c.from) return -1
-    if (value < c.to || (i === last && value <= c.to)) return i
-  }
-  return -1
-}
-
-/**
- * Coordinates as text, rounded to 6 decimals (about 0.1 m), through a small cache of the last
- * ones: neighbouring cells share their edges and a row its latitudes, and printing a number is the
- * dearest part of the features' text.
- */
-class CoordinateText {
-  private readonly keys = new Float64Array(16).fill(NaN)
-  private readonly texts: string[] = new Array<string>(16).fill('')
-  private next = 0
-
-  text (x: number): string {
-    const key = Math.round(x * 1e6)
-    for (let i = 0; i < 16; i++) if (this.keys[i] === key) return this.texts[i] as string
-    const text = String(key / 1e6)
-    this.keys[this.next] = key
-    this.texts[this.next] = text
-    this.next = (this.next + 1) & 15
-    return text
-  }
-}
-
-/**
- * ASCII text written into a growing byte array. The features of a large grid are millions of small
- * strings; held until a join, they survive the young generation and the collector took more than
- * half of the time (7 MB of text for 10,000 cells × 24 steps: about twice as slow as bytes, with
- * the platform's 8 MB semi-space). Numbers still go through String(), which dies young.
- */
-class AsciiWriter {
-  private bytes: Uint8Array
-  private length = 0
-
-  constructor (capacity: number) { this.bytes = new Uint8Array(Math.max(1024, capacity)) }
-
-  write (text: string): void {
-    const n = text.length
-    if (this.length + n > this.bytes.length) this.grow(n)
-    const bytes = this.bytes
-    let at = this.length
-    for (let i = 0; i < n; i++) bytes[at++] = text.charCodeAt(i)
-    this.length = at
-  }
-
-  private grow (n: number): void {
-    let size = this.bytes.length * 2
-    while (size < this.length + n) size *= 2
-    const grown = new Uint8Array(size)
-    grown.set(this.bytes.subarray(0, this.length))
-    this.bytes = grown
-  }
-
-  text (): string {
-    return Buffer.from(this.bytes.buffer, 0, this.length).toString('latin1')
-  }
-}
-
-const FEATURE_START = '{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[['
-
-/**
- * The contract's `features` array as JSON text: a Polygon per kept cell with its values per step
- * (null for none) and their class indices. Written as text: no object or JSON.stringify per cell.
- */
-export function gridFeaturesJson (grid: IdwGrid, classes: LegendClass[]): string {
-  const { rings, values, steps, ringPositions } = grid
-  // About the size of a feature, so that the buffer seldom grows.
-  const out = new AsciiWriter(grid.cells * (120 + ringPositions * 24 + steps * 24))
-  const lngs = new CoordinateText()
-  const lats = new CoordinateText()
-  const classTexts = classes.map((_, i) => String(i))
-  out.write('[')
-  for (let i = 0; i < grid.cells; i++) {
-    if (i > 0) out.write(',')
-    out.write(FEATURE_START)
-    const ring = i * ringPositions * 2
-    for (let k = 0; k < ringPositions; k++) {
-      if (k > 0) out.write('],[')
-      out.write(lngs.text(rings[ring + 2 * k] as number))
-      out.write(',')
-      out.write(lats.text(rings[ring + 2 * k + 1] as number))
-    }
-    out.write(']]]},"properties":{"values":[')
-    for (let s = 0; s < steps; s++) {
-      const v = values[i * steps + s] as number
-      if (s > 0) out.write(',')
-      // JSON has no NaN or Infinity: either is no value.
-      out.write(v - v === 0 ? String(v) : 'null')
-    }
-    out.write('],"class":[')
-    for (let s = 0; s < steps; s++) {
-      const c = classOf(classes, values[i * steps + s] as number)
-      if (s > 0) out.write(',')
-      out.write(c < 0 ? 'null' : classTexts[c] as string)
-    }
-    out.write(']}}')
-  }
-  out.write(']')
-  return out.text()
 }

@@ -2,7 +2,10 @@ import type { Viewer } from '../auth/viewer.js'
 import { errors } from '../errors.js'
 import { formatTimestamp } from '../time.js'
 import { type AreaContext, type AreaParams, areaValues, measuredFields } from './area-values.js'
-import { gridCellCount, gridFeaturesJson, type GridSpec, idwGrid, type IdwPoint, legendClasses } from './idw.js'
+import { gridFeaturesJson } from './grid-json.js'
+import { gridCellCount, type GridSpec } from './grid-layout.js'
+import { idwGrid, type IdwPoint } from './idw.js'
+import { legendClasses } from './legend.js'
 
 /*
  * GET /v0/readings/interpolation: an inverse-distance-weighted surface over a box, from the

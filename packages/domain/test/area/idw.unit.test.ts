@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
-import {
-  classOf, gridCellCount, gridFeaturesJson, idwGrid, legendClasses,
-  type GridSpec, type IdwGrid, type IdwPoint, type LegendClass
-} from '../../src/area/idw.js'
+import { gridFeaturesJson } from '../../src/area/grid-json.js'
+import { gridCellCount, type GridSpec } from '../../src/area/grid-layout.js'
+import { idwGrid, type IdwGrid, type IdwPoint } from '../../src/area/idw.js'
+import { classOf, legendClasses, type LegendClass } from '../../src/area/legend.js'
 import { seededRandom } from '@esp/test-helpers/random'
 
 const R = 6371.0088
