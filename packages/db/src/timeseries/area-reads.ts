@@ -25,6 +25,10 @@ function integer (n: number): string {
   return String(n)
 }
 
+/** The pairs' device and sensor ids as two integer array literals, for an unnest with ordinality. */
+const pairArrays = (pairs: readonly DeviceSensor[]): string =>
+  `'{${pairs.map((p) => integer(p.deviceId)).join(',')}}'::int[], '{${pairs.map((p) => integer(p.sensorId)).join(',')}}'::int[]`
+
 /**
  * The tier's states in [from, until) of each pair, in the pairs' order, each ascending by bucket.
  * One statement: a lateral index range scan of the tier a pair.
@@ -40,7 +44,7 @@ export async function tierStatesOfDevices (runner: Runner, tier: Tier, pairs: re
   // in that order.
   const query = `
     select p.i, a.*
-    from unnest('{${pairs.map((p) => integer(p.deviceId)).join(',')}}'::int[], '{${pairs.map((p) => integer(p.sensorId)).join(',')}}'::int[]) with ordinality as p(device_id, sensor_id, i)
+    from unnest(${pairArrays(pairs)}) with ordinality as p(device_id, sensor_id, i)
     cross join lateral (
       select ${arrays.join(', ')}
       from (
@@ -148,7 +152,7 @@ export async function rawPairsOfDevices (runner: Runner, pairs: readonly DeviceS
   if (pairs.length === 0) return []
   const query = `
     select p.i, a.*
-    from unnest('{${pairs.map((p) => integer(p.deviceId)).join(',')}}'::int[], '{${pairs.map((p) => integer(p.sensorId)).join(',')}}'::int[]) with ordinality as p(device_id, sensor_id, i)
+    from unnest(${pairArrays(pairs)}) with ordinality as p(device_id, sensor_id, i)
     cross join lateral (
       select array_agg(r.recorded_at), array_agg(coalesce(r.value, 'NaN'))
       from (
@@ -207,7 +211,7 @@ export async function tierValuesOfDevices (runner: Runner, tier: Tier, pairs: Re
   const offset = tier.offsetMinutes === undefined ? '' : `t.offset_minutes = ${integer(tier.offsetMinutes)} and `
   const query = `
     select p.i, a.*
-    from unnest('{${pairs.map((p) => integer(p.deviceId)).join(',')}}'::int[], '{${pairs.map((p) => integer(p.sensorId)).join(',')}}'::int[],
+    from unnest(${pairArrays(pairs)},
       '{${pairs.map((p) => (p.from ?? range.from).toISOString()).join(',')}}'::timestamptz[]) with ordinality as p(device_id, sensor_id, from_at, i)
     cross join lateral (
       select array_agg(r.bucket), array_agg(r.value)
